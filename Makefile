@@ -1,0 +1,33 @@
+# MetaClaw (Go). Only Go is needed: `make run` and `make test` work on a fresh machine.
+GO       ?= go
+BIN      := bin/metaclaw
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X github.com/metaclaw-go/metaclaw/host/version.Version=$(VERSION)
+export CGO_ENABLED ?= 0
+
+.PHONY: build run test test-short vet fuzz bench clean
+
+build: ## bin/metaclaw, a static binary
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/metaclaw
+
+run: build ## the main job: the host in the foreground with the user's config
+	./$(BIN) start --foreground
+
+test: ## the whole suite
+	$(GO) vet ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+
+test-short:
+	$(GO) test -count=1 ./...
+
+fuzz: ## a short run of every fuzz target
+	@for t in $$($(GO) test -list 'Fuzz.*' ./host/config/ | grep ^Fuzz); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 20s ./host/config/ || exit 1; done
+	@for t in $$($(GO) test -list 'Fuzz.*' ./host/wire/ | grep ^Fuzz); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 20s ./host/wire/ || exit 1; done
+	@for t in $$($(GO) test -list 'Fuzz.*' ./host/proxy/ | grep ^Fuzz); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 20s ./host/proxy/ || exit 1; done
+
+bench: ## proxy overhead vs a bare httputil.ReverseProxy, plus micro-benchmarks
+	$(GO) run ./tools/proxybench
+	$(GO) test -run '^$$' -bench . -benchmem ./host/proxy/ ./host/wire/ ./host/tokens/
+
+clean:
+	rm -rf bin

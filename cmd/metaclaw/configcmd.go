@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/metaclaw-go/metaclaw/host/config"
+)
+
+func newConfigCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config [KEY [VALUE]]",
+		Short: "Show, read or change the configuration",
+		Long: `Show, read or change $METACLAW_HOME/config.yaml.
+
+  metaclaw config show              effective configuration, secrets masked
+  metaclaw config get KEY           one value (or a section as YAML)
+  metaclaw config set KEY VALUE     validate, then write (comments and order kept)
+  metaclaw config unset KEY         back to the default
+  metaclaw config keys [--json]     every key with its type, default and env override
+  metaclaw config KEY [VALUE]       MetaClaw's short form of get/set
+
+Secret keys (*.api_key and the like) are written to secrets.yaml (mode 0600).
+A config file that does not parse is never overwritten: fix it first.`,
+		Args: cobra.RangeArgs(0, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch len(args) {
+			case 0:
+				return showConfig(cmd)
+			case 1:
+				return getConfig(cmd, args[0])
+			default:
+				return setConfig(cmd, args[0], args[1])
+			}
+		},
+	}
+	cmd.AddCommand(
+		&cobra.Command{Use: "show", Short: "Print the effective configuration (secrets masked)", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return showConfig(cmd) }},
+		&cobra.Command{Use: "get KEY", Short: "Print one value", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error { return getConfig(cmd, args[0]) }},
+		&cobra.Command{Use: "set KEY VALUE", Short: "Set a value", Args: cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error { return setConfig(cmd, args[0], args[1]) }},
+		&cobra.Command{Use: "unset KEY", Short: "Return a key to its default", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				h, err := home()
+				if err != nil {
+					return err
+				}
+				if err := config.Unset(h, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s reset to its default\n", args[0])
+				return nil
+			}},
+		newConfigKeysCmd(),
+	)
+	return cmd
+}
+
+func newConfigKeysCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{Use: "keys", Short: "List every configuration key", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			keys := config.Keys()
+			if asJSON {
+				b, _ := json.MarshalIndent(keys, "", "  ")
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return nil
+			}
+			for _, k := range keys {
+				def := k.Default
+				if def == "" {
+					def = `""`
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%-40s %-7s default %-12s %s\n", k.Path, k.Type, def, k.Env)
+			}
+			return nil
+		}}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func showConfig(cmd *cobra.Command) error {
+	h, err := home()
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(h)
+	if err != nil {
+		return err
+	}
+	out, err := cfg.ShowYAML()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "# %s\n%s", filepath.Join(h, config.ConfigFile), out)
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+	}
+	return nil
+}
+
+func getConfig(cmd *cobra.Command, key string) error {
+	h, err := home()
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(h)
+	if err != nil {
+		return err
+	}
+	v, err := cfg.Get(key)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), v)
+	return nil
+}
+
+func setConfig(cmd *cobra.Command, key, value string) error {
+	h, err := home()
+	if err != nil {
+		return err
+	}
+	if err := config.Set(h, key, value); err != nil {
+		return err
+	}
+	shown := value
+	for _, k := range config.Keys() {
+		if k.Path == key && k.Secret {
+			shown = "(secret, stored in " + config.SecretsFile + ")"
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s = %s\n", key, shown)
+	fmt.Fprintln(cmd.OutOrStdout(), "restart the host (`metaclaw stop && metaclaw start`) for it to take effect")
+	return nil
+}

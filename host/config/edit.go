@@ -1,0 +1,214 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// editMu serialises Set/Unset inside one process. Across processes each
+// write is atomic (last writer wins).
+var editMu sync.Mutex
+
+// Set stores one key in $home/config.yaml, or in $home/secrets.yaml (mode
+// 0600) for secret keys, after converting value to the key's type (bool:
+// true/false/yes/no/1/0; lists: "a,b" or "[a, b]") and validating the whole
+// resulting configuration. The file is edited in place: comments, key order
+// and other keys are kept. Nothing is written if a file is broken (except
+// for the very key being set) or the result would be invalid.
+//
+// The key's other names (e.g. Python's memory.max_injected_units for
+// memory.top_k) and a copy of it in the other file are removed, so one
+// setting lives in one place. An empty home means Home().
+func Set(home, key, value string) error {
+	f := schema().lookup(key)
+	if f == nil {
+		return unknownKeyError(key)
+	}
+	if f.kind == kSection {
+		return &Error{Key: key, Msg: fmt.Sprintf("is a section; set one of its keys, e.g. `%s`", firstLeaf(f).path)}
+	}
+	val, err := parseValue(f, value)
+	if err != nil {
+		return &Error{Key: key, Msg: fmt.Sprintf("%v; for example `metaclaw config set %s %s`", err, key, strings.TrimPrefix(f.example(), f.name+": "))}
+	}
+	node := valueNode(f, val)
+	return edit(home, key, isStrictHostKey(key), func(cfg, sec *editFile) error {
+		target, other := cfg, sec
+		if f.secret {
+			target, other = sec, cfg
+		}
+		if err := target.set(key, node); err != nil {
+			return err
+		}
+		other.remove(key)
+		for _, name := range otherNames(f) {
+			cfg.remove(name)
+			sec.remove(name)
+		}
+		return nil
+	})
+}
+
+// Unset removes a key (or a whole section, or an unknown key left in the
+// file) from config.yaml and secrets.yaml, so its default applies again.
+// Removing a key that is not set is not an error.
+func Unset(home, key string) error {
+	f := schema().lookup(key)
+	return edit(home, key, isStrictHostKey(key), func(cfg, sec *editFile) error {
+		if f == nil && !cfg.has(key) && !sec.has(key) {
+			return unknownKeyError(key)
+		}
+		cfg.remove(key)
+		sec.remove(key)
+		if f != nil {
+			for _, name := range otherNames(f) {
+				cfg.remove(name)
+				sec.remove(name)
+			}
+		}
+		return nil
+	})
+}
+
+// isStrictHostKey: when the user touches the proxy bind or its key, a
+// Python-style 0.0.0.0 must be rejected, not silently downgraded.
+func isStrictHostKey(key string) bool {
+	return key == "proxy" || key == "proxy.host" || key == "proxy.api_key"
+}
+
+func firstLeaf(f *field) *field {
+	for f.kind == kSection {
+		f = f.children[0]
+	}
+	return f
+}
+
+// otherNames lists the keys naming the same setting as f (see `sameas`).
+func otherNames(f *field) []string {
+	var out []string
+	for _, g := range schema().leaves {
+		if g == f {
+			continue
+		}
+		if g.sameAs == f.path || (f.sameAs != "" && (g.path == f.sameAs || g.sameAs == f.sameAs)) {
+			out = append(out, g.path)
+		}
+	}
+	return out
+}
+
+// edit loads both files, refuses to touch broken ones, applies change,
+// validates the result as Load would see it, and writes changed files atomically.
+func edit(home, key string, strictHost bool, change func(cfg, sec *editFile) error) error {
+	editMu.Lock()
+	defer editMu.Unlock()
+	if home == "" {
+		h, err := Home()
+		if err != nil {
+			return err
+		}
+		home = h
+	}
+	cfg, err := openEditFile(filepath.Join(home, ConfigFile))
+	if err != nil {
+		return err
+	}
+	sec, err := openEditFile(filepath.Join(home, SecretsFile))
+	if err != nil {
+		return err
+	}
+	// A file we cannot parse is never rewritten: the user's text would be lost.
+	for _, ef := range []*editFile{cfg, sec} {
+		if ef.parseErr != nil {
+			return fmt.Errorf("not changing %s: fix the file first (nothing was written): %w", ef.path, ef.parseErr)
+		}
+	}
+	_, structural, _ := build(input{home: home, cfg: cfg.data, sec: sec.data, env: noEnv})
+	if rest := structural.without(key); len(rest) > 0 {
+		return fmt.Errorf("not changing the configuration: fix these problems first (nothing was written):\n%w", rest.err())
+	}
+	if err := change(cfg, sec); err != nil {
+		return err
+	}
+	if !cfg.changed && !sec.changed {
+		return nil
+	}
+	_, structural, invalid := build(input{home: home, cfg: cfg.out, sec: sec.out, env: os.LookupEnv, strictHost: strictHost})
+	if errs := append(structural, invalid...); len(errs) > 0 {
+		return fmt.Errorf("not saved, the result would be invalid (nothing was written):\n%w", errs.err())
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return wrapf(err, "create %s", home)
+	}
+	// Secrets first: if the second write fails, a moved secret exists twice
+	// rather than nowhere.
+	for _, ef := range []*editFile{sec, cfg} {
+		if !ef.changed {
+			continue
+		}
+		mode := ef.mode
+		if ef == sec || !ef.exists || holdsSecrets(ef.out) {
+			mode &^= 0o077
+		}
+		if err := writeAtomic(ef.path, ef.out, mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// holdsSecrets reports whether a config.yaml text sets any secret key.
+func holdsSecrets(data []byte) bool {
+	c := base("")
+	var errs errList
+	decodeFile(c, ConfigFile, "config", false, data, &errs)
+	return len(c.fileSecrets["config"]) > 0
+}
+
+// writeAtomic replaces path with data: temp file in the same directory,
+// fsync, rename, fsync of the directory. A symlinked file is replaced at its
+// target so dotfile managers keep working.
+func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+	if real, e := filepath.EvalSymlinks(path); e == nil {
+		path = real
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return wrapf(err, "write %s", path)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(mode); err != nil {
+		return wrapf(err, "write %s", path)
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return wrapf(err, "write %s", path)
+	}
+	if err = tmp.Sync(); err != nil {
+		return wrapf(err, "sync %s", path)
+	}
+	if err = tmp.Close(); err != nil {
+		return wrapf(err, "write %s", path)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return wrapf(err, "replace %s", path)
+	}
+	if d, e := os.Open(dir); e == nil {
+		_ = d.Sync() // best effort: not every platform can fsync a directory
+		_ = d.Close()
+	}
+	return nil
+}
+
+// errNotSection is returned when a path runs through a non-mapping value.
+var errNotSection = errors.New("not a section")

@@ -1,0 +1,220 @@
+package config
+
+// The structs below ARE the schema. Every exported field with a yaml tag is a
+// config key; its other struct tags carry the metadata that Default, Load,
+// Validate, Set, Keys and the env overrides all read, so a key is added or
+// changed in exactly one place:
+//
+//	default:"…"  default value, in the same syntax `metaclaw config set` accepts;
+//	             "$METACLAW_HOME/…" is replaced by the state dir
+//	desc:"…"     one-line description (README / manifest.json)
+//	enum:"a,b"   allowed values
+//	alias:"x=a"  accepted spellings rewritten to a canonical value ("=none" maps empty)
+//	min/max      inclusive numeric bounds; min:">0" means strictly positive
+//	check:"…"    url | hhmm | path (`~` expanded, relative to $METACLAW_HOME) | host
+//	derive:"…"   value used when empty, e.g. "{memory.dir}/memory.db"
+//	sameas:"k"   Python-MetaClaw name for key k: read when k is not set, then kept equal
+//	secret:"1"   stored in secrets.yaml and masked on display
+//	status:"…"   compat = accepted for compatibility, not used yet;
+//	             legacy = accepted and ignored, warns when set to a non-default value
+
+// Config is the whole MetaClaw configuration.
+type Config struct {
+	Mode              string `yaml:"mode" default:"auto" enum:"auto,rl,skills_only" alias:"madmax=auto" desc:"Operating mode: skills_only injects skills/memories and learns them; rl also collects RL samples and trains immediately; auto trains only in idle/sleep windows (the scheduler is forced on). Python's old name \"madmax\" is read as auto."`
+	ClawType          string `yaml:"claw_type" default:"none" enum:"openclaw,copaw,ironclaw,picoclaw,zeroclaw,nanoclaw,nemoclaw,hermes,none" alias:"=none" desc:"Agent client that metaclaw wires to the proxy; none leaves client configs untouched."`
+	ConfigureOpenClaw bool   `yaml:"configure_openclaw" default:"true" status:"legacy" desc:"Old Python switch (false meant claw_type none); use claw_type instead."`
+	BedrockRegion     string `yaml:"bedrock_region" status:"legacy" desc:"Old top-level AWS Bedrock region; Bedrock is not supported."`
+
+	LLM   LLM   `yaml:"llm"`
+	Proxy Proxy `yaml:"proxy"`
+
+	MaxContextTokens int `yaml:"max_context_tokens" default:"0" min:"0" desc:"Prompt token cap before MetaClaw truncates history; 0 = no truncation. Python defaults to 50000; we default to 0 because the client manages its own context window."`
+	ContextWindow    int `yaml:"context_window" default:"0" min:"0" desc:"Context window advertised to the wired client (e.g. OpenClaw compaction threshold); 0 = auto."`
+
+	Skills     Skills     `yaml:"skills"`
+	Memory     Memory     `yaml:"memory"`
+	RL         RL         `yaml:"rl"`
+	OPD        OPD        `yaml:"opd"`
+	Scheduler  Scheduler  `yaml:"scheduler"`
+	WeChat     WeChat     `yaml:"wechat"`
+	OpenRouter OpenRouter `yaml:"openrouter"`
+	Log        Log        `yaml:"log"`
+
+	// Home is the state dir the config was loaded for ($METACLAW_HOME).
+	Home string `yaml:"-"`
+	// Warnings are non-fatal findings of Load (legacy keys, tightened file
+	// modes, …) for the CLI/daemon to print or log once.
+	Warnings []string `yaml:"-"`
+	// Sources maps a key path to where its value came from: "config",
+	// "secrets", "env NAME", or "derived". Keys left at their default are absent.
+	Sources map[string]string `yaml:"-"`
+
+	// loc maps a key path to a human location ("…/config.yaml:12",
+	// "env METACLAW_X") so Validate can point at the offending line.
+	loc map[string]location
+	// fileSecrets lists the non-empty secret keys found in each file
+	// ("config", "secrets"), to decide whether a file must be made private.
+	fileSecrets map[string][]string
+}
+
+// LLM is the upstream model the proxy forwards to.
+type LLM struct {
+	Provider       string `yaml:"provider" default:"custom" desc:"Provider label (kimi, qwen, openai, openrouter, volcengine, custom, …); informational, the wire format is llm.api."`
+	APIBase        string `yaml:"api_base" check:"url" desc:"Upstream base URL, e.g. https://api.openai.com/v1. Empty: taken from OPENAI_BASE_URL/OPENAI_API_KEY or ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY."`
+	APIKey         string `yaml:"api_key" secret:"1" desc:"Upstream API key (stored in secrets.yaml). Empty: OPENAI_API_KEY or ANTHROPIC_API_KEY matching llm.api."`
+	ModelID        string `yaml:"model_id" desc:"Model forwarded upstream and served to clients; empty = the model the client asked for."`
+	API            string `yaml:"api" default:"openai" enum:"openai,anthropic" desc:"Upstream wire format: openai (/chat/completions) or anthropic (/v1/messages)."`
+	AuthMethod     string `yaml:"auth_method" default:"api_key" enum:"api_key,oauth_token" status:"legacy" desc:"Python CLI-subprocess auth switch; only api_key is supported."`
+	TimeoutSeconds int    `yaml:"timeout_seconds" default:"600" min:"1" desc:"Upstream request timeout in seconds."`
+	BedrockRegion  string `yaml:"bedrock_region" status:"legacy" desc:"Old Python AWS Bedrock region; Bedrock is not supported."`
+}
+
+// Proxy is the local OpenAI/Anthropic-compatible listener.
+type Proxy struct {
+	Host         string `yaml:"host" default:"127.0.0.1" check:"host" desc:"Listen address. A non-loopback address requires proxy.api_key."`
+	Port         int    `yaml:"port" default:"30000" min:"0" max:"65535" desc:"Listen port (0 = pick a free port, for tests)."`
+	APIKey       string `yaml:"api_key" secret:"1" desc:"Bearer token clients must send to the proxy; required when proxy.host is not loopback."`
+	MaxBodyMB    int    `yaml:"max_body_mb" default:"32" min:"1" desc:"Largest accepted request body, in MiB."`
+	TrustedLocal bool   `yaml:"trusted_local" default:"false" status:"legacy" desc:"Old Python proxy flag; ignored."`
+}
+
+// Skills configures skill retrieval, injection and evolution.
+type Skills struct {
+	Enabled              bool    `yaml:"enabled" default:"true" desc:"Inject skills into turns and learn new ones."`
+	Dir                  string  `yaml:"dir" default:"$METACLAW_HOME/skills" check:"path" desc:"Skill library (SKILL.md files, the source of truth)."`
+	RetrievalMode        string  `yaml:"retrieval_mode" default:"keyword" enum:"keyword,embedding,hybrid" alias:"template=keyword" desc:"How skills are ranked; Python's \"template\" is read as keyword."`
+	TopK                 int     `yaml:"top_k" default:"6" min:"0" desc:"General skills injected per turn."`
+	TaskSpecificTopK     int     `yaml:"task_specific_top_k" default:"10" min:"0" desc:"Cap on task-specific skills injected per turn."`
+	MaxTokens            int     `yaml:"max_tokens" default:"1500" min:"0" desc:"Token budget of the injected skills block."`
+	AutoEvolve           bool    `yaml:"auto_evolve" default:"true" desc:"Summarise sessions into new or improved skills."`
+	EvolutionEveryNTurns int     `yaml:"evolution_every_n_turns" default:"10" min:"0" desc:"Run skill evolution every N main turns; 0 = only at session end."`
+	Review               string  `yaml:"review" default:"auto" enum:"auto,manual" desc:"auto applies evolved skills; manual queues them for metaclaw skills review."`
+	MaxNewSkills         int     `yaml:"max_new_skills" default:"3" min:"0" desc:"Most skills one evolution run may create."`
+	SkillUpdateThreshold float64 `yaml:"skill_update_threshold" default:"0.4" min:"0" max:"1" status:"compat" desc:"Python: evolve after a training batch whose success rate is below this."`
+	EmbeddingModelPath   string  `yaml:"embedding_model_path" default:"Qwen/Qwen3-Embedding-0.6B" status:"compat" desc:"Python: local sentence-embedding model for embedding retrieval."`
+	Evolver              Evolver `yaml:"evolver"`
+}
+
+// Evolver is the LLM used to write skills; empty fields fall back to rl.evolver_* then llm.*.
+type Evolver struct {
+	APIBase string `yaml:"api_base" check:"url" desc:"Evolver base URL; empty = llm.api_base."`
+	APIKey  string `yaml:"api_key" secret:"1" desc:"Evolver API key; empty = llm.api_key."`
+	Model   string `yaml:"model" desc:"Evolver model; empty = llm.model_id."`
+	API     string `yaml:"api" enum:"openai,anthropic" alias:"=" desc:"Evolver wire format; empty = llm.api."`
+}
+
+// Memory configures the memory layer (Python keys plus ours).
+type Memory struct {
+	Enabled                    bool    `yaml:"enabled" default:"true" desc:"Inject and learn memories (Python defaults to false)."`
+	Dir                        string  `yaml:"dir" default:"$METACLAW_HOME/memory" check:"path" desc:"Memory data directory."`
+	StorePath                  string  `yaml:"store_path" check:"path" derive:"{memory.dir}/memory.db" desc:"Python memory database path; empty = <memory.dir>/memory.db."`
+	PolicyPath                 string  `yaml:"policy_path" check:"path" derive:"{memory.dir}/policy.json" status:"compat" desc:"Python retrieval-policy file; empty = <memory.dir>/policy.json."`
+	TelemetryPath              string  `yaml:"telemetry_path" check:"path" derive:"{memory.dir}/telemetry.jsonl" status:"compat" desc:"Python telemetry log; empty = <memory.dir>/telemetry.jsonl."`
+	Scope                      string  `yaml:"scope" default:"default" desc:"Default memory scope when a request names none."`
+	RetrievalMode              string  `yaml:"retrieval_mode" default:"keyword" enum:"keyword,embedding,hybrid,auto" alias:"semantic=embedding" desc:"How memories are ranked."`
+	UseEmbeddings              bool    `yaml:"use_embeddings" default:"false" desc:"Compute embeddings for memories (needed by embedding/hybrid retrieval)."`
+	EmbeddingMode              string  `yaml:"embedding_mode" default:"hashing" enum:"hashing,semantic" status:"compat" desc:"Python embedder: hashing (feature hashing) or semantic (sentence-transformers)."`
+	EmbeddingModel             string  `yaml:"embedding_model" default:"all-MiniLM-L6-v2" desc:"Embedding model name."`
+	EmbeddingModelPath         string  `yaml:"embedding_model_path" default:"Qwen/Qwen3-Embedding-0.6B" status:"compat" desc:"Python local embedding model."`
+	AutoUpgradeEnabled         bool    `yaml:"auto_upgrade_enabled" default:"false" status:"compat" desc:"Python background policy self-upgrade."`
+	AutoUpgradeIntervalSeconds int     `yaml:"auto_upgrade_interval_seconds" default:"900" min:"1" status:"compat" desc:"Python self-upgrade interval."`
+	AutoUpgradeRequireReview   bool    `yaml:"auto_upgrade_require_review" default:"true" status:"compat" desc:"Python: queue upgraded policies for review."`
+	ReviewStaleAfterHours      int     `yaml:"review_stale_after_hours" default:"72" min:"0" status:"compat" desc:"Python: review-queue entries older than this are stale."`
+	MaxInjectedUnits           int     `yaml:"max_injected_units" default:"6" min:"0" sameas:"memory.top_k" desc:"Python name of memory.top_k."`
+	MaxInjectedTokens          int     `yaml:"max_injected_tokens" default:"800" min:"0" sameas:"memory.max_tokens" desc:"Python name of memory.max_tokens."`
+	AutoExtract                bool    `yaml:"auto_extract" default:"true" desc:"Extract memories from turns automatically."`
+	AutoConsolidate            bool    `yaml:"auto_consolidate" default:"true" desc:"Merge duplicates and decay stale memories automatically."`
+	IgnoreTurnType             bool    `yaml:"ignore_turn_type" default:"false" desc:"Learn from side turns (heartbeat, cron) too."`
+	ManualTrigger              bool    `yaml:"manual_trigger" default:"false" desc:"Ingest only when asked (metaclaw memory ingest), not at session end."`
+	FlushEvery                 int     `yaml:"flush_every" default:"5" min:"1" sameas:"memory.ingest_every_turns" desc:"Python name of memory.ingest_every_turns."`
+	ConsolidationInterval      int     `yaml:"consolidation_interval" default:"10" min:"0" status:"compat" desc:"Python README: consolidate every N sessions."`
+	SynergyEnabled             bool    `yaml:"synergy_enabled" default:"true" status:"compat" desc:"Python: coordinated skill+memory injection."`
+	SynergyTokenBudget         int     `yaml:"synergy_token_budget" default:"1200" min:"0" status:"compat" desc:"Python: combined skill+memory token cap."`
+	SynergySkillRatio          float64 `yaml:"synergy_skill_ratio" default:"0.35" min:"0" max:"1" status:"compat" desc:"Python: skill share of the synergy budget."`
+	SynergyDedupThreshold      float64 `yaml:"synergy_dedup_threshold" default:"0.5" min:"0" max:"1" status:"compat" desc:"Python: Jaccard overlap that drops a procedural memory."`
+	TopK                       int     `yaml:"top_k" default:"6" min:"0" desc:"Memories injected per turn."`
+	MaxTokens                  int     `yaml:"max_tokens" default:"800" min:"0" desc:"Token budget of the injected memory block."`
+	IngestEveryTurns           int     `yaml:"ingest_every_turns" default:"5" min:"1" desc:"Extract memories every N main turns of a session."`
+	SessionIdleMinutes         int     `yaml:"session_idle_minutes" default:"30" min:"1" desc:"A session idle this long is ended (flushed and summarised)."`
+	Extractor                  string  `yaml:"extractor" default:"heuristic" enum:"heuristic,llm,hybrid" desc:"How memories are extracted from turns."`
+	SidecarURL                 string  `yaml:"sidecar_url" check:"url" desc:"Delegate memory to an external sidecar at this URL; empty = built in."`
+}
+
+// RL configures RL sample collection and cloud LoRA training.
+type RL struct {
+	Enabled             bool    `yaml:"enabled" default:"false" desc:"Collect samples and train (also on when mode is rl or auto)."`
+	Backend             string  `yaml:"backend" default:"auto" enum:"auto,tinker,mint,weaver" desc:"Training backend; auto picks from the key/base URL."`
+	Model               string  `yaml:"model" desc:"Base model to train a LoRA on; empty = llm.model_id."`
+	APIKey              string  `yaml:"api_key" secret:"1" desc:"Training backend API key."`
+	BaseURL             string  `yaml:"base_url" check:"url" desc:"Training backend URL; empty = the backend's default."`
+	TinkerAPIKey        string  `yaml:"tinker_api_key" secret:"1" sameas:"rl.api_key" desc:"Python name of rl.api_key."`
+	TinkerBaseURL       string  `yaml:"tinker_base_url" check:"url" sameas:"rl.base_url" desc:"Python name of rl.base_url."`
+	TinkerSamplingURL   string  `yaml:"tinker_sampling_url" status:"compat" desc:"Python: unused sampling endpoint."`
+	RendererName        string  `yaml:"renderer_name" status:"compat" desc:"Python: chat-template renderer name (unused)."`
+	PRMURL              string  `yaml:"prm_url" default:"https://api.openai.com/v1" check:"url" desc:"Reward judge (PRM) base URL, OpenAI-compatible."`
+	PRMModel            string  `yaml:"prm_model" default:"gpt-5.2" desc:"Reward judge model."`
+	PRMAPIKey           string  `yaml:"prm_api_key" secret:"1" desc:"Reward judge API key."`
+	PRMProvider         string  `yaml:"prm_provider" default:"openai" enum:"openai,bedrock" status:"compat" desc:"Python: judge client (bedrock is not supported)."`
+	PRMM                int     `yaml:"prm_m" default:"3" min:"1" desc:"Judge votes per turn (majority vote)."`
+	PRMTemperature      float64 `yaml:"prm_temperature" default:"0.6" min:"0" max:"2" desc:"Judge sampling temperature."`
+	PRMMaxNewTokens     int     `yaml:"prm_max_new_tokens" default:"1024" min:"1" desc:"Judge reply token cap."`
+	LoRARank            int     `yaml:"lora_rank" default:"32" min:"1" desc:"LoRA rank."`
+	BatchSize           int     `yaml:"batch_size" default:"4" min:"1" desc:"Samples per training step."`
+	LearningRate        float64 `yaml:"learning_rate" default:"0.0001" min:">0" desc:"Adam learning rate."`
+	MaxSteps            int     `yaml:"max_steps" default:"1000" min:"0" desc:"Stop training after this many steps; 0 = no limit."`
+	LossFn              string  `yaml:"loss_fn" default:"importance_sampling" enum:"importance_sampling,ppo,cispo,cross_entropy,truncated_importance_sampling" desc:"Training loss."`
+	SaveWeightsTimeoutS float64 `yaml:"save_weights_timeout_s" default:"200" min:">0" desc:"Timeout for refreshing the sampling weights after a step, seconds."`
+	ResumeFromCkpt      string  `yaml:"resume_from_ckpt" desc:"Checkpoint to resume from, e.g. tinker://…/weights/step_0003."`
+	EvolverAPIBase      string  `yaml:"evolver_api_base" check:"url" sameas:"skills.evolver.api_base" desc:"Python name of skills.evolver.api_base."`
+	EvolverAPIKey       string  `yaml:"evolver_api_key" secret:"1" sameas:"skills.evolver.api_key" desc:"Python name of skills.evolver.api_key."`
+	EvolverModel        string  `yaml:"evolver_model" sameas:"skills.evolver.model" desc:"Python name of skills.evolver.model."`
+	EvolverProvider     string  `yaml:"evolver_provider" default:"openai" enum:"openai,bedrock" status:"compat" desc:"Python: evolver client (bedrock is not supported)."`
+	ManualTrainTrigger  bool    `yaml:"manual_train_trigger" default:"false" desc:"Train only when asked (metaclaw train step), never automatically."`
+}
+
+// OPD configures on-policy distillation from a teacher model.
+type OPD struct {
+	Enabled       bool    `yaml:"enabled" default:"false" desc:"Add a teacher KL penalty to RL advantages."`
+	TeacherURL    string  `yaml:"teacher_url" check:"url" desc:"Teacher base URL (OpenAI-compatible /v1/completions with echo+logprobs)."`
+	TeacherModel  string  `yaml:"teacher_model" desc:"Teacher model; must share the student's tokenizer."`
+	TeacherAPIKey string  `yaml:"teacher_api_key" secret:"1" desc:"Teacher API key."`
+	KLPenaltyCoef float64 `yaml:"kl_penalty_coef" default:"1.0" min:"0" desc:"Weight of the reverse-KL penalty."`
+}
+
+// Scheduler gates training to idle or sleep windows.
+type Scheduler struct {
+	Enabled              bool     `yaml:"enabled" default:"false" desc:"Train only in idle/sleep/calendar-free windows (forced on in auto mode)."`
+	IdleThresholdMinutes int      `yaml:"idle_threshold_minutes" default:"30" min:"0" desc:"User idle this long opens a training window."`
+	SleepStart           string   `yaml:"sleep_start" default:"23:00" check:"hhmm" desc:"Start of the nightly window, HH:MM local time."`
+	SleepEnd             string   `yaml:"sleep_end" default:"07:00" check:"hhmm" desc:"End of the nightly window, HH:MM local time."`
+	MinWindowMinutes     int      `yaml:"min_window_minutes" default:"15" min:"0" desc:"Smallest window worth starting a training step in."`
+	Calendar             Calendar `yaml:"calendar"`
+}
+
+// Calendar is the optional Google Calendar integration of the scheduler.
+type Calendar struct {
+	Enabled         bool   `yaml:"enabled" default:"false" desc:"Treat meetings as training windows."`
+	CredentialsPath string `yaml:"credentials_path" check:"path" desc:"Google OAuth client_secrets.json."`
+	TokenPath       string `yaml:"token_path" default:"$METACLAW_HOME/calendar_token.json" check:"path" desc:"Where the calendar OAuth token is stored."`
+}
+
+// WeChat is the old Python WeChat bridge switch.
+type WeChat struct {
+	Enabled bool `yaml:"enabled" default:"false" status:"legacy" desc:"Python installed the openclaw-weixin plugin; not done by metaclaw."`
+}
+
+// OpenRouter is the old Python OpenRouter routing section.
+type OpenRouter struct {
+	AppName        string   `yaml:"app_name" default:"MetaClaw" status:"legacy" desc:"X-Title sent to OpenRouter."`
+	AppURL         string   `yaml:"app_url" status:"legacy" desc:"HTTP-Referer sent to OpenRouter."`
+	Route          string   `yaml:"route" default:"fallback" enum:"fallback,price,throughput,latency" status:"legacy" desc:"OpenRouter provider routing."`
+	FallbackModels []string `yaml:"fallback_models" status:"legacy" desc:"OpenRouter fallback models (list or comma-separated string)."`
+	DataPolicy     string   `yaml:"data_policy" enum:"allow,deny" alias:"=" status:"legacy" desc:"OpenRouter data collection policy."`
+}
+
+// Log configures the daemon log.
+type Log struct {
+	Level      string `yaml:"level" default:"info" enum:"debug,info,warn,error" alias:"warning=warn" desc:"Log level."`
+	MaxSizeMB  int    `yaml:"max_size_mb" default:"10" min:"1" desc:"Rotate the log file at this size, MiB."`
+	MaxBackups int    `yaml:"max_backups" default:"5" min:"0" desc:"Rotated log files kept."`
+}

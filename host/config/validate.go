@@ -1,0 +1,113 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// location is where a key's value came from, for messages.
+type location struct {
+	file string
+	line int
+	env  string
+}
+
+func (l location) String() string {
+	switch {
+	case l.env != "":
+		return "env " + l.env
+	case l.file != "" && l.line > 0:
+		return l.file + ":" + strconv.Itoa(l.line)
+	}
+	return l.file
+}
+
+func (c *Config) fieldErr(key, msg string) *Error {
+	l := c.loc[key]
+	return &Error{File: l.file, Line: l.line, Env: l.env, Key: key, Msg: msg}
+}
+
+// Validate checks every value against the schema (enums, ranges, URLs,
+// HH:MM times) and the cross-key rules, and returns all problems joined.
+func (c *Config) Validate() error {
+	var errs errList
+	for _, f := range schema().leaves {
+		v := getField(c, f)
+		bad := func(format string, a ...any) { errs.add(c.fieldErr(f.path, fmt.Sprintf(format, a...))) }
+		switch f.kind {
+		case kString:
+			s := v.String()
+			if !f.allowed(s) {
+				bad("must be one of %s; got %q", strings.Join(f.enum, ", "), s)
+			}
+			switch f.check {
+			case "url":
+				if s != "" && !validURL(s) {
+					bad("must be an http(s) URL such as https://api.example.com/v1; got %q", s)
+				}
+			case "hhmm":
+				if !validHHMM(s) {
+					bad("must be a time of day as HH:MM (00:00 to 23:59), e.g. \"23:00\"; got %q", s)
+				}
+			case "host":
+				if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " /") {
+					bad("must be a host name or IP address such as 127.0.0.1; got %q", s)
+				}
+			}
+		case kInt, kFloat:
+			x := float64(0)
+			if f.kind == kInt {
+				x = float64(v.Int())
+			} else {
+				x = v.Float()
+			}
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				bad("must be a finite number")
+				continue
+			}
+			tooLow := f.min != nil && (x < *f.min || (f.minExcl && x == *f.min))
+			tooHigh := f.max != nil && x > *f.max
+			if tooLow || tooHigh {
+				bad("must be %s; got %s", rangeText(f), formatValue(f, v))
+			}
+		}
+	}
+	if !isLoopback(c.Proxy.Host) && c.Proxy.APIKey == "" {
+		errs.add(c.fieldErr("proxy.host", fmt.Sprintf("is %q, which is not a loopback address, but `proxy.api_key` is empty: anyone who can reach this port could spend your LLM credits. Fix: set a key with `metaclaw config set proxy.api_key <long-random-secret>` (clients send it as a Bearer token), or listen locally with `metaclaw config set proxy.host 127.0.0.1`", c.Proxy.Host)))
+	}
+	return errs.err()
+}
+
+func rangeText(f *field) string {
+	num := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	switch {
+	case f.min != nil && f.max != nil:
+		return "between " + num(*f.min) + " and " + num(*f.max)
+	case f.min != nil && f.minExcl:
+		return "greater than " + num(*f.min)
+	case f.min != nil:
+		return "at least " + num(*f.min)
+	case f.max != nil:
+		return "at most " + num(*f.max)
+	}
+	return "in range"
+}
+
+func validURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// validHHMM accepts 24-hour "H:MM" or "HH:MM".
+func validHHMM(s string) bool {
+	h, m, ok := strings.Cut(s, ":")
+	if !ok || len(h) < 1 || len(h) > 2 || len(m) != 2 {
+		return false
+	}
+	hh, err1 := strconv.Atoi(h)
+	mm, err2 := strconv.Atoi(m)
+	return err1 == nil && err2 == nil && hh >= 0 && hh <= 23 && mm >= 0 && mm <= 59 && h[0] != '+' && h[0] != '-' && m[0] != '+' && m[0] != '-'
+}

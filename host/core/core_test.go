@@ -1,0 +1,253 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/store"
+)
+
+func newCore(t *testing.T, o Options) (*Core, *store.SQLite) {
+	t.Helper()
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), store.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Store = st
+	o.Log = zerolog.Nop()
+	c := New(o)
+	t.Cleanup(func() { c.Close(); st.Close() })
+	return c, st
+}
+
+type fakeProvider struct {
+	name  string
+	sec   Section
+	err   error
+	delay time.Duration
+	panic bool
+	seen  atomic.Value
+}
+
+func (p *fakeProvider) Name() string { return p.name }
+func (p *fakeProvider) Context(ctx context.Context, q Query) (Section, error) {
+	p.seen.Store(q)
+	if p.panic {
+		panic("boom")
+	}
+	if p.delay > 0 {
+		select {
+		case <-time.After(p.delay):
+		case <-ctx.Done():
+			return Section{}, ctx.Err()
+		}
+	}
+	return p.sec, p.err
+}
+
+func TestContextRendersProvidersAndFailsOpen(t *testing.T) {
+	tests := []struct {
+		name      string
+		providers []*fakeProvider
+		wantIn    []string
+		wantOut   []string
+		wantIDs   int
+	}{
+		{"none", nil, nil, []string{BeginMarker}, 0},
+		{"one", []*fakeProvider{{name: "skills", sec: Section{Title: "Skills", Body: "### debug\nBisect.", IDs: []string{"skill:debug"}}}},
+			[]string{BeginMarker, "## Skills", "Bisect.", EndMarker}, nil, 1},
+		{"ordered", []*fakeProvider{
+			{name: "skills", sec: Section{Title: "Skills", Body: "S", IDs: []string{"s1"}}},
+			{name: "memory", sec: Section{Title: "Memories", Body: "M", IDs: []string{"m1", "m2"}}}},
+			[]string{"## Skills\n\nS\n\n## Memories\n\nM\n" + EndMarker}, nil, 3},
+		{"failing provider skipped", []*fakeProvider{
+			{name: "bad", err: errors.New("down")},
+			{name: "slow", delay: time.Second, sec: Section{Title: "Slow", Body: "late"}},
+			{name: "panics", panic: true},
+			{name: "good", sec: Section{Title: "Memories", Body: "kept", IDs: []string{"m"}}}},
+			[]string{"kept"}, []string{"late"}, 1},
+		{"all empty", []*fakeProvider{{name: "e"}}, nil, []string{BeginMarker}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newCore(t, Options{Window: 100 * time.Millisecond})
+			for _, p := range tt.providers {
+				c.AddProvider(p)
+			}
+			inj := c.Context(context.Background(), Query{Agent: "a", UserTexts: []string{"hi"}})
+			for _, w := range tt.wantIn {
+				if !strings.Contains(inj.Block, w) {
+					t.Errorf("block lacks %q:\n%s", w, inj.Block)
+				}
+			}
+			for _, w := range tt.wantOut {
+				if strings.Contains(inj.Block, w) {
+					t.Errorf("block has %q:\n%s", w, inj.Block)
+				}
+			}
+			if len(inj.IDs) != tt.wantIDs {
+				t.Errorf("ids %v, want %d", inj.IDs, tt.wantIDs)
+			}
+			if (inj.Block == "") != (inj.Tokens == 0) {
+				t.Errorf("tokens %d for block %q", inj.Tokens, inj.Block)
+			}
+		})
+	}
+}
+
+func TestStrip(t *testing.T) {
+	block := Render([]Section{{Title: "Skills", Body: "x"}}).Block
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"system prompt\n\n" + block, "system prompt"},
+		{block + "\nafter", "after"},
+		{"a " + block + "\n\nb " + block, "ab"},
+		{"x " + BeginMarker + " unterminated", "x"},
+		{block, ""},
+	}
+	for _, tt := range tests {
+		if got := Strip(tt.in); got != tt.want {
+			t.Errorf("Strip(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestScopeKey(t *testing.T) {
+	tests := []struct {
+		s    Scope
+		want string
+	}{
+		{Scope{}, "default"},
+		{Scope{UserID: "u"}, "user:u"},
+		{Scope{WorkspaceID: "w"}, "workspace:w"},
+		{Scope{UserID: "u", WorkspaceID: "w"}, "user:u|workspace:w"},
+		{Scope{UserID: "u", Explicit: "team:x"}, "team:x"},
+	}
+	for _, tt := range tests {
+		if got := tt.s.Key(); got != tt.want {
+			t.Errorf("%+v.Key() = %q, want %q", tt.s, got, tt.want)
+		}
+	}
+}
+
+func TestObservePersistsAndNotifies(t *testing.T) {
+	c, st := newCore(t, Options{QueueSize: 4})
+	var mu sync.Mutex
+	var seen []int
+	c.OnTurn(func(_ context.Context, tr *store.Turn) {
+		mu.Lock()
+		seen = append(seen, tr.TurnIndex)
+		mu.Unlock()
+	})
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Observe(&store.Turn{SessionID: "s", Agent: "a", TurnType: TurnMain, RequestJSON: "{}", Status: 200})
+		}()
+	}
+	wg.Wait()
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := c.Stats(context.Background())
+	if err != nil || stats.Turns != 50 || stats.ObservedSinceStart != 50 {
+		t.Fatalf("stats %+v %v", stats, err)
+	}
+	mu.Lock()
+	if len(seen) != 50 {
+		t.Fatalf("listener saw %d turns", len(seen))
+	}
+	mu.Unlock()
+	if err := c.EndSession(context.Background(), "s", "client"); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := st.Session(context.Background(), "s")
+	if sess.EndedAt == nil || sess.MainTurns != 50 {
+		t.Fatalf("session %+v", sess)
+	}
+}
+
+func TestCloseFlushesQueue(t *testing.T) {
+	c, st := newCore(t, Options{})
+	for i := 0; i < 20; i++ {
+		c.Observe(&store.Turn{SessionID: "s", Agent: "a", TurnType: TurnMain, RequestJSON: "{}", Status: 200})
+	}
+	c.Close()
+	// Observe after Close still persists (synchronously).
+	c.Observe(&store.Turn{SessionID: "s", Agent: "a", TurnType: TurnMain, RequestJSON: "{}", Status: 200})
+	counts, _ := st.Counts(context.Background())
+	if counts.Turns != 21 {
+		t.Fatalf("turns after close = %d", counts.Turns)
+	}
+}
+
+func TestSessionEndJobsRunWithRetry(t *testing.T) {
+	c, st := newCore(t, Options{})
+	var calls atomic.Int32
+	got := make(chan SessionEnd, 1)
+	c.HandleJobs(SessionEndJob, func(_ context.Context, payload json.RawMessage) error {
+		if calls.Add(1) == 1 {
+			return errors.New("transient")
+		}
+		var se SessionEnd
+		if err := json.Unmarshal(payload, &se); err != nil {
+			return err
+		}
+		got <- se
+		return nil
+	})
+	c.Observe(&store.Turn{SessionID: "s9", Agent: "a", TurnType: TurnMain, RequestJSON: "{}", Status: 200})
+	if err := c.EndSession(context.Background(), "s9", "client"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case se := <-got:
+		if se.SessionID != "s9" || se.Reason != "client" {
+			t.Fatalf("payload %+v", se)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("session_end job never succeeded")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		counts, _ := st.Counts(context.Background())
+		if counts.PendingJobs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job still pending: %+v", counts)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestIdleSessionsAreEnded(t *testing.T) {
+	c, st := newCore(t, Options{SessionIdle: 40 * time.Millisecond})
+	c.Observe(&store.Turn{SessionID: "quiet", Agent: "a", TurnType: TurnMain, RequestJSON: "{}", Status: 200})
+	c.Flush(context.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sess, _ := st.Session(context.Background(), "quiet")
+		if sess.EndedAt != nil {
+			if sess.EndReason != "idle" {
+				t.Fatalf("reason %q", sess.EndReason)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("idle session never ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,134 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/config"
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/version"
+)
+
+// Status is the JSON of `GET /v1/status` and `metaclaw status --json`.
+// Documented in docs/status.md; fields are only ever added.
+type Status struct {
+	OK            bool       `json:"ok"`
+	Running       bool       `json:"running"`
+	Version       string     `json:"version"`
+	Mode          string     `json:"mode"`
+	PID           int        `json:"pid,omitempty"`
+	StartedAt     *time.Time `json:"started_at,omitempty"`
+	UptimeSeconds float64    `json:"uptime_seconds"`
+	Listen        string     `json:"listen,omitempty"`
+	Auth          bool       `json:"auth_required"`
+	Upstream      Upstream   `json:"upstream"`
+	Counts        Counts     `json:"counts"`
+	Jobs          Jobs       `json:"jobs"`
+	RL            RLState    `json:"rl"`
+	Providers     []string   `json:"context_providers"`
+	Warnings      []string   `json:"warnings,omitempty"`
+	Error         string     `json:"error,omitempty"`
+}
+
+// Upstream describes where turns are forwarded.
+type Upstream struct {
+	Configured bool   `json:"configured"`
+	API        string `json:"api"`
+	BaseURL    string `json:"base_url,omitempty"`
+	Model      string `json:"model,omitempty"`
+	Source     string `json:"source,omitempty"` // config, secrets, env NAME
+}
+
+// Counts are what the host has recorded and learned.
+type Counts struct {
+	Turns              int   `json:"turns"`
+	Sessions           int   `json:"sessions"`
+	OpenSessions       int   `json:"open_sessions"`
+	InjectedTokens     int   `json:"injected_tokens"`
+	Skills             int   `json:"skills"`
+	Memories           int   `json:"memories"`
+	PendingTurns       int   `json:"pending_turns"` // observed, not yet persisted
+	ObservedSinceStart int64 `json:"observed_since_start"`
+}
+
+// Jobs are the durable background queue.
+type Jobs struct {
+	Pending int `json:"pending"`
+	Failed  int `json:"failed"`
+}
+
+// RLState says whether training can happen.
+type RLState struct {
+	State  string `json:"state"` // off | inactive
+	Reason string `json:"reason"`
+}
+
+// BuildStatus gathers the running host's status.
+func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Info) Status {
+	st := Status{
+		OK: true, Running: true, Version: version.Version, Mode: cfg.Mode, PID: info.PID,
+		Listen: info.Addr, Auth: cfg.Proxy.APIKey != "", Upstream: upstreamOf(cfg), RL: rlState(cfg),
+		Warnings: cfg.Warnings,
+	}
+	if !info.StartedAt.IsZero() {
+		t := info.StartedAt
+		st.StartedAt = &t
+		st.UptimeSeconds = time.Since(t).Round(time.Millisecond).Seconds()
+	}
+	stats, err := c.Stats(ctx)
+	if err != nil {
+		st.OK = false
+		st.Error = err.Error()
+	}
+	st.Counts = Counts{
+		Turns: stats.Turns, Sessions: stats.Sessions, OpenSessions: stats.OpenSessions,
+		InjectedTokens: stats.InjectedTokens, PendingTurns: stats.QueuedTurns, ObservedSinceStart: stats.ObservedSinceStart,
+		Skills: stats.Learned["skills"], Memories: stats.Learned["memories"],
+	}
+	st.Jobs = Jobs{Pending: stats.PendingJobs, Failed: stats.FailedJobs}
+	st.Providers = stats.Providers
+	if st.Providers == nil {
+		st.Providers = []string{}
+	}
+	return st
+}
+
+func upstreamOf(cfg *config.Config) Upstream {
+	u := Upstream{Configured: cfg.UpstreamConfigured(), API: cfg.LLM.API, BaseURL: cfg.LLM.APIBase, Model: cfg.LLM.ModelID}
+	u.Source = cfg.Sources["llm.api_base"]
+	return u
+}
+
+func rlState(cfg *config.Config) RLState {
+	if cfg.Mode == "skills_only" {
+		return RLState{State: "off", Reason: "mode skills_only learns skills and memories only"}
+	}
+	return RLState{State: "inactive", Reason: fmt.Sprintf("mode %s: skills and memory run; RL training stays inactive until a trainer backend is configured (rl.backend, rl.api_key) and supported by this build", cfg.Mode)}
+}
+
+// FetchStatus asks a running host for its status.
+func FetchStatus(ctx context.Context, info Info, apiKey string) (Status, error) {
+	var st Status
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, info.URL()+"/v1/status", nil)
+	if err != nil {
+		return st, err
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("query status at %s: %w", info.Addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("query status at %s: HTTP %d (is proxy.api_key the key the host was started with?)", info.Addr, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return st, fmt.Errorf("query status at %s: %w", info.Addr, err)
+	}
+	return st, nil
+}

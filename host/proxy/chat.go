@@ -1,0 +1,413 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/wire"
+)
+
+// statusClientClosed records a turn the client abandoned (nginx's convention).
+const statusClientClosed = 499
+
+// turn carries one request through the handler.
+type turn struct {
+	start     time.Time
+	ttfb      time.Duration
+	clientAPI wire.API
+	req       *request
+	id        identity
+	inj       core.Injection
+	rec       *store.Turn
+}
+
+func (s *Server) chat(api wire.API) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		t := &turn{start: time.Now(), clientAPI: api}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeError(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes (proxy.max_body_mb)", s.o.MaxBodyBytes))
+				return
+			}
+			writeError(w, api, http.StatusBadRequest, "could not read request body: "+err.Error())
+			return
+		}
+		if t.req, err = parseRequest(api, body); err != nil {
+			writeError(w, api, http.StatusBadRequest, err.Error())
+			return
+		}
+		if t.id, err = resolveIdentity(r, t.req, r.PathValue("agent")); err != nil {
+			writeError(w, api, http.StatusBadRequest, err.Error())
+			return
+		}
+		w.Header().Set("X-Metaclaw-Session-Id", t.id.session)
+		if s.o.NotConfigured != "" {
+			writeError(w, api, http.StatusServiceUnavailable, s.o.NotConfigured)
+			return
+		}
+		t.rec = &store.Turn{
+			SessionID: t.id.session, Agent: t.id.agent, TurnType: t.id.turnType,
+			ClientAPI: string(api), UpstreamAPI: string(s.o.UpstreamAPI), Model: t.req.model, Stream: t.req.stream,
+			RequestJSON: string(body), UserID: t.id.scope.UserID, WorkspaceID: t.id.scope.WorkspaceID, MemoryScope: t.id.scope.Key(),
+		}
+		defer s.finish(t)
+
+		if t.id.turnType == core.TurnMain && !t.req.alreadyInjected() {
+			t.inj = s.o.Core.Context(r.Context(), core.Query{
+				Agent: t.id.agent, SessionID: t.id.session, Scope: t.id.scope, UserTexts: t.req.recentUserTexts(3),
+			})
+			t.req.inject(t.inj.Block)
+		}
+		t.req.truncate(s.o.MaxContextTokens, s.counter)
+		if s.o.Model != "" && t.req.model != s.o.Model {
+			t.req.set("model", s.o.Model)
+			t.rec.Model = s.o.Model
+		}
+		dropUsage := false
+		if t.req.stream && api == wire.OpenAI && s.o.UpstreamAPI == wire.OpenAI {
+			dropUsage = t.req.ensureStreamUsage()
+		}
+		out, err := t.req.encode()
+		if err == nil && api != s.o.UpstreamAPI {
+			if api == wire.Anthropic {
+				out, err = wire.AnthropicToOpenAIRequest(out)
+			} else {
+				out, err = wire.OpenAIToAnthropicRequest(out)
+			}
+		}
+		if err != nil {
+			s.fail(w, t, http.StatusBadRequest, "cannot translate request: "+err.Error())
+			return
+		}
+		s.forward(w, r, t, out, dropUsage)
+	}
+}
+
+// ensureStreamUsage asks an OpenAI upstream for the usage chunk so the turn
+// can be recorded with token counts; it reports whether the client did not
+// ask for it (then the chunk is not passed on).
+func (r *request) ensureStreamUsage() bool {
+	var so map[string]json.RawMessage
+	if raw, ok := r.fields["stream_options"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &so) != nil {
+			return false
+		}
+		var inc bool
+		if json.Unmarshal(so["include_usage"], &inc) == nil && inc {
+			return false
+		}
+	} else {
+		so = map[string]json.RawMessage{}
+	}
+	so["include_usage"] = json.RawMessage("true")
+	r.set("stream_options", so)
+	return true
+}
+
+// fail answers with an error in the client's format and records it.
+func (s *Server) fail(w http.ResponseWriter, t *turn, status int, msg string) {
+	writeError(w, t.clientAPI, status, msg)
+	t.rec.Status, t.rec.Error = status, msg
+}
+
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body []byte, dropUsage bool) {
+	endpoint := "chat/completions"
+	if s.o.UpstreamAPI == wire.Anthropic {
+		endpoint = "messages"
+	}
+	ctx, cancel := context.WithCancel(r.Context()) // a client that goes away cancels the upstream call
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.upstreamURL(endpoint), bytes.NewReader(body))
+	if err != nil {
+		s.fail(w, t, http.StatusBadGateway, "bad upstream URL (llm.api_base): "+err.Error())
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "metaclaw/"+versionString())
+	if t.req.stream {
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Accept-Encoding", "identity") // compressed SSE would be buffered
+	}
+	s.setUpstreamAuth(req, r)
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		switch {
+		case r.Context().Err() != nil:
+			t.rec.Status, t.rec.Error = statusClientClosed, "client closed the request"
+		case isTimeout(err):
+			s.fail(w, t, http.StatusGatewayTimeout, fmt.Sprintf("upstream did not answer within %s (llm.timeout_seconds)", s.o.UpstreamTimeout))
+		default:
+			s.fail(w, t, http.StatusBadGateway, "upstream unreachable: "+redactURLError(err))
+		}
+		return
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode >= 400 {
+		s.relayError(w, t, resp)
+		return
+	}
+	isSSE := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if t.req.stream && isSSE {
+		s.relayStream(ctx, cancel, w, t, resp, dropUsage)
+		return
+	}
+	s.relayBody(w, t, resp)
+}
+
+func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response) {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	out := raw
+	if t.clientAPI != s.o.UpstreamAPI || !json.Valid(raw) {
+		out = wire.TranslateErrorBody(s.o.UpstreamAPI, t.clientAPI, resp.StatusCode, raw)
+	}
+	for _, h := range []string{"Retry-After", "X-Request-Id", "Request-Id"} {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.StatusCode)
+	w.Write(out)
+	t.rec.Status = resp.StatusCode
+	t.rec.Error = truncateText(string(raw), 2000)
+}
+
+func (s *Server) relayBody(w http.ResponseWriter, t *turn, resp *http.Response) {
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		if isTimeout(err) {
+			s.fail(w, t, http.StatusGatewayTimeout, "upstream timed out while sending its answer")
+		} else {
+			s.fail(w, t, http.StatusBadGateway, "upstream answer was cut off: "+err.Error())
+		}
+		return
+	}
+	sum, serr := wire.SummarizeResponse(s.o.UpstreamAPI, raw)
+	out := raw
+	if t.clientAPI != s.o.UpstreamAPI {
+		if serr != nil {
+			s.fail(w, t, http.StatusBadGateway, "upstream answer is not a valid "+string(s.o.UpstreamAPI)+" response: "+serr.Error())
+			return
+		}
+		if t.clientAPI == wire.Anthropic {
+			out, err = wire.OpenAIToAnthropicResponse(raw)
+		} else {
+			out, err = wire.AnthropicToOpenAIResponse(raw)
+		}
+		if err != nil {
+			s.fail(w, t, http.StatusBadGateway, "cannot translate upstream answer: "+err.Error())
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.StatusCode)
+	w.Write(out)
+	t.ttfb = time.Since(t.start)
+	t.rec.Status = resp.StatusCode
+	t.recordSummary(sum)
+}
+
+func (t *turn) recordSummary(sum wire.Summary) {
+	t.rec.ResponseText = sum.Text
+	t.rec.Reasoning = sum.Reasoning
+	t.rec.StopReason = sum.StopReason
+	t.rec.InputTokens, t.rec.OutputTokens = sum.InputTokens, sum.OutputTokens
+	if sum.Model != "" {
+		t.rec.Model = sum.Model
+	}
+	if len(sum.ToolCalls) > 0 {
+		b, _ := json.Marshal(sum.ToolCalls)
+		t.rec.ToolCallsJSON = string(b)
+	}
+}
+
+// relayStream passes each upstream event on as it arrives, flushing after
+// each one, translating when the formats differ, and reassembles the answer
+// on the side for recording.
+func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, t *turn, resp *http.Response, dropUsage bool) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	t.ttfb = time.Since(t.start)
+	t.rec.Status = resp.StatusCode
+
+	var tr wire.StreamTranslator
+	if t.clientAPI != s.o.UpstreamAPI {
+		if t.clientAPI == wire.Anthropic {
+			tr = wire.NewOpenAIToAnthropicStream(t.rec.Model)
+		} else {
+			tr = wire.NewAnthropicToOpenAIStream()
+		}
+	}
+	acc := wire.NewAccumulator(s.o.UpstreamAPI)
+
+	// Idle watchdog: an upstream that stops sending for UpstreamTimeout is cut.
+	var idleMu sync.Mutex
+	timedOut := false
+	watchdog := time.AfterFunc(s.o.UpstreamTimeout, func() {
+		idleMu.Lock()
+		timedOut = true
+		idleMu.Unlock()
+		cancel()
+	})
+	defer watchdog.Stop()
+
+	sse := wire.NewSSEReader(resp.Body)
+	clientGone := false
+	write := func(ev wire.Event) bool {
+		if err := wire.WriteEvent(w, ev); err != nil {
+			clientGone = true
+			return false
+		}
+		return true
+	}
+	var readErr error
+	for {
+		ev, err := sse.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = err
+			}
+			break
+		}
+		watchdog.Reset(s.o.UpstreamTimeout)
+		acc.Add(ev)
+		if tr == nil {
+			if dropUsage && isUsageOnlyChunk(ev.Data) {
+				continue
+			}
+			if !write(ev) {
+				break
+			}
+		} else {
+			evs, terr := tr.Translate(ev)
+			if terr != nil {
+				s.o.Log.Debug().Err(terr).Msg("untranslatable stream event skipped")
+			}
+			ok := true
+			for _, e := range evs {
+				if ok = write(e); !ok {
+					break
+				}
+			}
+			if !ok {
+				break
+			}
+		}
+		if err := rc.Flush(); err != nil {
+			clientGone = true
+			break
+		}
+	}
+	idleMu.Lock()
+	idle := timedOut
+	idleMu.Unlock()
+	switch {
+	case clientGone || (ctx.Err() != nil && !idle):
+		t.rec.Status, t.rec.Error = statusClientClosed, "client closed the stream"
+	case idle:
+		t.rec.Status, t.rec.Error = http.StatusGatewayTimeout, "upstream stream went silent"
+		s.writeStreamError(w, t.clientAPI, http.StatusGatewayTimeout, fmt.Sprintf("upstream sent nothing for %s (llm.timeout_seconds)", s.o.UpstreamTimeout))
+	case readErr != nil:
+		t.rec.Status, t.rec.Error = http.StatusBadGateway, "upstream stream broke: "+readErr.Error()
+		s.writeStreamError(w, t.clientAPI, http.StatusBadGateway, "upstream stream broke: "+readErr.Error())
+	default:
+		if tr != nil {
+			for _, e := range tr.Finish() {
+				write(e)
+			}
+		}
+	}
+	_ = rc.Flush()
+	t.recordSummary(acc.Summary())
+}
+
+// writeStreamError ends a stream that is already under way with an error
+// event in the client's format (headers are gone, so the status cannot change).
+func (s *Server) writeStreamError(w http.ResponseWriter, api wire.API, status int, msg string) {
+	body := wire.ErrorBody(api, status, msg)
+	if api == wire.Anthropic {
+		wire.WriteEvent(w, wire.Event{Name: "error", Data: body})
+		return
+	}
+	wire.WriteEvent(w, wire.Event{Data: body})
+	wire.WriteEvent(w, wire.Event{Data: []byte("[DONE]")})
+}
+
+// isUsageOnlyChunk spots the OpenAI usage chunk (`"choices":[]` plus usage).
+func isUsageOnlyChunk(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"usage"`)) {
+		return false
+	}
+	var c struct {
+		Choices []json.RawMessage `json:"choices"`
+		Usage   json.RawMessage   `json:"usage"`
+	}
+	return json.Unmarshal(data, &c) == nil && len(c.Choices) == 0 && !isNull(c.Usage)
+}
+
+// finish records the turn (always, errors included) and ends the session
+// when the client said so.
+func (s *Server) finish(t *turn) {
+	t.rec.LatencyMS = time.Since(t.start).Milliseconds()
+	t.rec.TTFBMS = t.ttfb.Milliseconds()
+	t.rec.InjectedTokens = t.inj.Tokens
+	if len(t.inj.IDs) > 0 {
+		b, _ := json.Marshal(t.inj.IDs)
+		t.rec.InjectedJSON = string(b)
+	}
+	s.o.Core.Observe(t.rec)
+	ev := s.o.Log.Debug()
+	if t.rec.Status >= 400 {
+		ev = s.o.Log.Warn()
+	}
+	ev.Str("agent", t.id.agent).Str("session", t.id.session).Str("turn", t.id.turnType).
+		Str("client", string(t.clientAPI)).Bool("stream", t.req.stream).Int("status", t.rec.Status).
+		Int64("ms", t.rec.LatencyMS).Int("injected_tokens", t.inj.Tokens).Str("error", t.rec.Error).Msg("turn")
+	if t.id.sessionDone {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s.o.Core.EndSession(ctx, t.id.session, "client"); err != nil {
+				s.o.Log.Error().Err(err).Str("session", t.id.session).Msg("end session")
+			}
+		}()
+	}
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// redactURLError keeps the error's cause but not the URL's query or userinfo.
+func redactURLError(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "://"); i >= 0 {
+		if at := strings.Index(msg[i:], "@"); at >= 0 && !strings.ContainsAny(msg[i:i+at], " /") {
+			msg = msg[:i+3] + "…@" + msg[i+at+1:]
+		}
+	}
+	return msg
+}

@@ -1,0 +1,276 @@
+// Package proxy is the LLM proxy every client talks to: OpenAI Chat
+// Completions and Anthropic Messages in, either format out, with real
+// streaming, context injection through the core, and every turn recorded.
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/host/version"
+	"github.com/metaclaw-go/metaclaw/host/wire"
+)
+
+// Options configure the proxy.
+type Options struct {
+	Core *core.Core
+	Log  zerolog.Logger
+
+	UpstreamAPI     wire.API // wire format of the upstream
+	UpstreamBase    string   // e.g. https://api.openai.com/v1 or https://api.anthropic.com
+	UpstreamKey     string
+	Model           string        // replaces the client's model when set
+	UpstreamTimeout time.Duration // until response headers, and between stream events
+
+	APIKey           string // proxy key clients must present; empty = no auth (loopback only)
+	MaxBodyBytes     int64
+	MaxContextTokens int // 0 = no truncation
+
+	// NotConfigured, when set, is the message every LLM request gets because
+	// there is no upstream yet.
+	NotConfigured string
+
+	// Status renders GET /v1/status.
+	Status func(ctx context.Context) any
+	// Transport overrides the upstream transport (tests, benchmarks).
+	Transport http.RoundTripper
+}
+
+// Server serves the proxy's routes.
+type Server struct {
+	o       Options
+	client  *http.Client
+	keyHash [32]byte
+	counter *tokens.Cache
+	mux     *http.ServeMux
+}
+
+// New builds a Server.
+func New(o Options) (*Server, error) {
+	if o.Core == nil {
+		return nil, errors.New("proxy: a core is required")
+	}
+	if o.UpstreamAPI == "" {
+		o.UpstreamAPI = wire.OpenAI
+	}
+	if o.UpstreamAPI != wire.OpenAI && o.UpstreamAPI != wire.Anthropic {
+		return nil, fmt.Errorf("proxy: unknown upstream api %q", o.UpstreamAPI)
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 32 << 20
+	}
+	if o.UpstreamTimeout <= 0 {
+		o.UpstreamTimeout = 10 * time.Minute
+	}
+	rt := o.Transport
+	if rt == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = o.UpstreamTimeout
+		t.MaxIdleConnsPerHost = 64
+		t.ForceAttemptHTTP2 = true
+		rt = t
+	}
+	s := &Server{
+		o:       o,
+		client:  &http.Client{Transport: rt}, // no overall timeout: streams may run long; see UpstreamTimeout
+		counter: tokens.NewCache(4096),
+		mux:     http.NewServeMux(),
+	}
+	if o.APIKey != "" {
+		s.keyHash = sha256.Sum256([]byte(o.APIKey))
+	}
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	for _, prefix := range []string{"", "/a/{agent}"} {
+		s.mux.HandleFunc("POST "+prefix+"/v1/chat/completions", s.auth(wire.OpenAI, s.chat(wire.OpenAI)))
+		s.mux.HandleFunc("POST "+prefix+"/v1/messages", s.auth(wire.Anthropic, s.chat(wire.Anthropic)))
+		s.mux.HandleFunc("GET "+prefix+"/v1/models", s.authByHeaders(s.models))
+		s.mux.HandleFunc("GET "+prefix+"/v1/status", s.authByHeaders(s.status))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		api := clientAPIFromHeaders(r)
+		writeError(w, api, http.StatusNotFound, fmt.Sprintf("no route for %s %s: MetaClaw serves POST /v1/chat/completions, POST /v1/messages, GET /v1/models, GET /v1/status and GET /healthz (each also under /a/<agent-id>/)", r.Method, r.URL.Path))
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"ok":true}`)
+}
+
+// clientAPIFromHeaders guesses the caller's format for routes both formats share.
+func clientAPIFromHeaders(r *http.Request) wire.API {
+	if r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != "" || strings.HasSuffix(r.URL.Path, "/messages") {
+		return wire.Anthropic
+	}
+	return wire.OpenAI
+}
+
+func (s *Server) authByHeaders(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.auth(clientAPIFromHeaders(r), next)(w, r)
+	}
+}
+
+// presentedKey returns the key a client sent: Bearer token or x-api-key.
+func presentedKey(r *http.Request) string {
+	if v := r.Header.Get("Authorization"); v != "" {
+		if k, ok := strings.CutPrefix(v, "Bearer "); ok {
+			return strings.TrimSpace(k)
+		}
+		if k, ok := strings.CutPrefix(v, "bearer "); ok {
+			return strings.TrimSpace(k)
+		}
+	}
+	return strings.TrimSpace(r.Header.Get("x-api-key"))
+}
+
+// auth requires proxy.api_key when one is configured. Hashing first makes
+// the comparison constant-time regardless of the key's length.
+func (s *Server) auth(api wire.API, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.o.APIKey != "" {
+			got := presentedKey(r)
+			h := sha256.Sum256([]byte(got))
+			if got == "" || subtle.ConstantTimeCompare(h[:], s.keyHash[:]) != 1 {
+				msg := "invalid proxy API key: send proxy.api_key as `Authorization: Bearer <key>`"
+				if api == wire.Anthropic {
+					msg = "invalid proxy API key: send proxy.api_key as `x-api-key` or `Authorization: Bearer <key>`"
+				}
+				if got == "" {
+					msg = "missing proxy API key: " + msg[len("invalid proxy API key: "):]
+				}
+				writeError(w, api, http.StatusUnauthorized, msg)
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	var v any = map[string]any{"ok": true, "version": version.Version}
+	if s.o.Status != nil {
+		v = s.o.Status(r.Context())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// models answers GET /v1/models: the upstream's list when it can be read in
+// the caller's format, else the configured model.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	api := clientAPIFromHeaders(r)
+	if s.o.NotConfigured == "" && api == s.o.UpstreamAPI {
+		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.upstreamURL("models"), nil)
+		if err == nil {
+			s.setUpstreamAuth(req, r)
+			if resp, err := s.client.Do(req); err == nil {
+				defer resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					w.Header().Set("Content-Type", "application/json")
+					io.Copy(w, io.LimitReader(resp.Body, 8<<20))
+					return
+				}
+			}
+		}
+	}
+	model := s.o.Model
+	if model == "" {
+		model = "metaclaw"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if api == wire.Anthropic {
+		json.NewEncoder(w).Encode(map[string]any{
+			"data":     []any{map[string]any{"type": "model", "id": model, "display_name": model, "created_at": "1970-01-01T00:00:00Z"}},
+			"has_more": false, "first_id": model, "last_id": model,
+		})
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{
+		"object": "list",
+		"data":   []any{map[string]any{"id": model, "object": "model", "created": 0, "owned_by": "metaclaw"}},
+	})
+}
+
+// upstreamURL joins the base with an endpoint (chat/completions, messages, models).
+func (s *Server) upstreamURL(endpoint string) string {
+	base := strings.TrimRight(s.o.UpstreamBase, "/")
+	if s.o.UpstreamAPI == wire.Anthropic && !strings.HasSuffix(base, "/v1") {
+		base += "/v1"
+	}
+	return base + "/" + endpoint
+}
+
+// setUpstreamAuth authenticates to the upstream with llm.api_key. Without
+// one (and without a proxy key, so the client's key is not ours) the
+// client's own credentials are passed on: a transparent proxy.
+func (s *Server) setUpstreamAuth(req *http.Request, client *http.Request) {
+	key := s.o.UpstreamKey
+	if key == "" && s.o.APIKey == "" {
+		key = presentedKey(client)
+	}
+	if s.o.UpstreamAPI == wire.Anthropic {
+		if key != "" {
+			req.Header.Set("x-api-key", key)
+		}
+		v := client.Header.Get("anthropic-version")
+		if v == "" {
+			v = "2023-06-01"
+		}
+		req.Header.Set("anthropic-version", v)
+		if b := client.Header.Get("anthropic-beta"); b != "" {
+			req.Header.Set("anthropic-beta", b)
+		}
+		return
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for _, h := range []string{"OpenAI-Organization", "OpenAI-Project"} {
+		if v := client.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+}
+
+func writeError(w http.ResponseWriter, api wire.API, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(wire.ErrorBody(api, status, msg))
+}
+
+// isTimeout reports whether err is a deadline or network timeout.
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func versionString() string { return version.Version }

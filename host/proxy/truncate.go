@@ -1,0 +1,84 @@
+package proxy
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/host/wire"
+)
+
+// perMessageOverhead approximates the role and framing tokens a chat
+// template adds to every message.
+const perMessageOverhead = 4
+
+// truncate drops the oldest non-system messages until the prompt fits
+// maxContext minus the completion budget. System messages and the newest
+// message always stay; a tool result is never left without its call, and an
+// Anthropic conversation still starts with a user message.
+func (r *request) truncate(maxContext int, counter *tokens.Cache) (dropped int) {
+	if maxContext <= 0 {
+		return 0
+	}
+	reserve := r.maxTokens()
+	if reserve == 0 {
+		reserve = 2048
+	}
+	budget := maxContext - reserve
+	if budget <= 0 {
+		return 0
+	}
+	type info struct {
+		role   string
+		system bool
+		tool   bool // a tool result: must follow its call
+		tokens int
+	}
+	infos := make([]info, len(r.messages))
+	fixed := 0
+	if sys, ok := r.fields["system"]; ok && r.api == wire.Anthropic {
+		fixed += counter.Count(string(sys))
+	}
+	for i, raw := range r.messages {
+		var m message
+		_ = json.Unmarshal(raw, &m)
+		in := info{role: m.Role, tokens: counter.Count(string(raw)) + perMessageOverhead}
+		in.system = m.Role == "system" || m.Role == "developer"
+		in.tool = m.Role == "tool" || (r.api == wire.Anthropic && m.Role == "user" && strings.Contains(string(m.Content), `"tool_result"`))
+		infos[i] = in
+		if in.system {
+			fixed += in.tokens
+		}
+	}
+	// Walk back from the newest message while it fits.
+	used := fixed
+	cut := len(r.messages) - 1
+	for i := len(r.messages) - 1; i >= 0; i-- {
+		if infos[i].system {
+			continue
+		}
+		if i < len(r.messages)-1 && used+infos[i].tokens > budget {
+			break
+		}
+		used += infos[i].tokens
+		cut = i
+	}
+	// Do not start on an orphan tool result or (Anthropic) an assistant message.
+	for cut < len(r.messages)-1 && !infos[cut].system &&
+		(infos[cut].tool || (r.api == wire.Anthropic && infos[cut].role != "user")) {
+		cut++
+	}
+	kept := make([]json.RawMessage, 0, len(r.messages))
+	for i, raw := range r.messages {
+		if i >= cut || infos[i].system {
+			kept = append(kept, raw)
+		} else {
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		r.messages = kept
+		r.changed = true
+	}
+	return dropped
+}

@@ -1,0 +1,327 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DBFile is the store's file name inside $METACLAW_HOME.
+const DBFile = "metaclaw.db"
+
+// SQLite is the Store on one SQLite file in WAL mode. Writes go through a
+// single connection (SQLite allows one writer; queuing in Go avoids
+// SQLITE_BUSY), reads through a small pool.
+type SQLite struct {
+	w *sql.DB
+	r *sql.DB
+}
+
+var _ Store = (*SQLite)(nil)
+
+// OpenSQLite opens (creating if needed) the database at path and migrates it.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create store dir: %w", err)
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s := &SQLite{w: w, r: r}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	// The database holds conversations: keep it private.
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if _, err := os.Stat(p); err == nil {
+			_ = os.Chmod(p, 0o600)
+		}
+	}
+	return s, nil
+}
+
+func (s *SQLite) migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.w, sub)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate store: %w", err)
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (s *SQLite) Close() error {
+	return errors.Join(s.w.Close(), s.r.Close())
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// RecordTurns implements Store.
+func (s *SQLite) RecordTurns(ctx context.Context, turns []*Turn) error {
+	if len(turns) == 0 {
+		return nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record turns: %w", err)
+	}
+	defer tx.Rollback()
+	upsert, err := tx.PrepareContext(ctx, `
+INSERT INTO sessions (id, agent, scope, started_at, last_at, main_turns, side_turns)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT(id) DO UPDATE SET
+    last_at = MAX(last_at, excluded.last_at),
+    ended_at = NULL, end_reason = NULL,
+    main_turns = main_turns + excluded.main_turns,
+    side_turns = side_turns + excluded.side_turns
+RETURNING main_turns, side_turns`)
+	if err != nil {
+		return fmt.Errorf("record turns: %w", err)
+	}
+	defer upsert.Close()
+	ins, err := tx.PrepareContext(ctx, `
+INSERT INTO turns (session_id, agent, turn_index, turn_type, client_api, upstream_api, model, stream,
+    request_json, response_text, reasoning, tool_calls, stop_reason, input_tokens, output_tokens,
+    latency_ms, ttfb_ms, status, error, injected, injected_tokens, user_id, workspace_id, memory_scope, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("record turns: %w", err)
+	}
+	defer ins.Close()
+	for _, t := range turns {
+		if t.CreatedAt.IsZero() {
+			t.CreatedAt = time.Now()
+		}
+		mainInc, sideInc := 0, 0
+		if t.TurnType == "side" {
+			sideInc = 1
+		} else {
+			mainInc = 1
+		}
+		var mainN, sideN int
+		if err := upsert.QueryRowContext(ctx, t.SessionID, t.Agent, t.MemoryScope, ms(t.CreatedAt), ms(t.CreatedAt), mainInc, sideInc).Scan(&mainN, &sideN); err != nil {
+			return fmt.Errorf("record turns: session %s: %w", t.SessionID, err)
+		}
+		t.TurnIndex = mainN
+		if sideInc == 1 {
+			t.TurnIndex = sideN
+		}
+		res, err := ins.ExecContext(ctx, t.SessionID, t.Agent, t.TurnIndex, t.TurnType, t.ClientAPI, t.UpstreamAPI, t.Model, t.Stream,
+			t.RequestJSON, t.ResponseText, t.Reasoning, nonEmpty(t.ToolCallsJSON, "[]"), t.StopReason, t.InputTokens, t.OutputTokens,
+			t.LatencyMS, t.TTFBMS, t.Status, t.Error, nonEmpty(t.InjectedJSON, "[]"), t.InjectedTokens, t.UserID, t.WorkspaceID, t.MemoryScope, ms(t.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("record turns: insert: %w", err)
+		}
+		t.ID, _ = res.LastInsertId()
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record turns: commit: %w", err)
+	}
+	return nil
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// EndSession implements Store.
+func (s *SQLite) EndSession(ctx context.Context, id, reason string, at time.Time) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL`, ms(at), reason, id)
+	if err != nil {
+		return fmt.Errorf("end session %s: %w", id, err)
+	}
+	return nil
+}
+
+// Session implements Store.
+func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
+	var out Session
+	var started, last int64
+	var ended sql.NullInt64
+	var reason sql.NullString
+	err := s.r.QueryRowContext(ctx, `SELECT id, agent, scope, started_at, last_at, ended_at, end_reason, main_turns, side_turns FROM sessions WHERE id = ?`, id).
+		Scan(&out.ID, &out.Agent, &out.Scope, &started, &last, &ended, &reason, &out.MainTurns, &out.SideTurns)
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return out, fmt.Errorf("session %s: %w", id, err)
+	}
+	out.StartedAt, out.LastAt = time.UnixMilli(started), time.UnixMilli(last)
+	if ended.Valid {
+		t := time.UnixMilli(ended.Int64)
+		out.EndedAt = &t
+	}
+	out.EndReason = reason.String
+	return out, nil
+}
+
+// SessionTurns implements Store.
+func (s *SQLite) SessionTurns(ctx context.Context, sessionID string) ([]Turn, error) {
+	rows, err := s.r.QueryContext(ctx, `
+SELECT id, session_id, agent, turn_index, turn_type, client_api, upstream_api, model, stream, request_json, response_text,
+       reasoning, tool_calls, stop_reason, input_tokens, output_tokens, latency_ms, ttfb_ms, status, error, injected,
+       injected_tokens, user_id, workspace_id, memory_scope, created_at
+FROM turns WHERE session_id = ? ORDER BY id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("session turns %s: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []Turn
+	for rows.Next() {
+		var t Turn
+		var created int64
+		if err := rows.Scan(&t.ID, &t.SessionID, &t.Agent, &t.TurnIndex, &t.TurnType, &t.ClientAPI, &t.UpstreamAPI, &t.Model, &t.Stream,
+			&t.RequestJSON, &t.ResponseText, &t.Reasoning, &t.ToolCallsJSON, &t.StopReason, &t.InputTokens, &t.OutputTokens,
+			&t.LatencyMS, &t.TTFBMS, &t.Status, &t.Error, &t.InjectedJSON, &t.InjectedTokens, &t.UserID, &t.WorkspaceID,
+			&t.MemoryScope, &created); err != nil {
+			return nil, fmt.Errorf("session turns %s: %w", sessionID, err)
+		}
+		t.CreatedAt = time.UnixMilli(created)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// IdleSessions implements Store.
+func (s *SQLite) IdleSessions(ctx context.Context, before time.Time) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM sessions WHERE ended_at IS NULL AND last_at < ? ORDER BY last_at LIMIT 1000`, ms(before))
+	if err != nil {
+		return nil, fmt.Errorf("idle sessions: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("idle sessions: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// Counts implements Store.
+func (s *SQLite) Counts(ctx context.Context) (Counts, error) {
+	var c Counts
+	err := s.r.QueryRowContext(ctx, `SELECT
+    (SELECT COUNT(*) FROM turns),
+    (SELECT COALESCE(SUM(injected_tokens), 0) FROM turns),
+    (SELECT COUNT(*) FROM sessions),
+    (SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL),
+    (SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')),
+    (SELECT COUNT(*) FROM jobs WHERE state = 'failed')`).
+		Scan(&c.Turns, &c.InjectedTokens, &c.Sessions, &c.OpenSessions, &c.PendingJobs, &c.FailedJobs)
+	if err != nil {
+		return c, fmt.Errorf("counts: %w", err)
+	}
+	return c, nil
+}
+
+// EnqueueJob implements Store.
+func (s *SQLite) EnqueueJob(ctx context.Context, kind, payload string, runAfter time.Time) (int64, error) {
+	now := time.Now()
+	if runAfter.IsZero() {
+		runAfter = now
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO jobs (kind, payload, run_after, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		kind, nonEmpty(payload, "{}"), ms(runAfter), ms(now), ms(now))
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s job: %w", kind, err)
+	}
+	return res.LastInsertId()
+}
+
+// ClaimJob implements Store.
+func (s *SQLite) ClaimJob(ctx context.Context, kinds []string, now time.Time) (Job, error) {
+	var j Job
+	if len(kinds) == 0 {
+		return j, ErrNotFound
+	}
+	args := make([]any, 0, len(kinds)+2)
+	args = append(args, ms(now))
+	for _, k := range kinds {
+		args = append(args, k)
+	}
+	args = append(args, ms(now))
+	var runAfter int64
+	err := s.w.QueryRowContext(ctx, `
+UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = ?
+WHERE id = (SELECT id FROM jobs WHERE state = 'pending' AND kind IN (?`+strings.Repeat(",?", len(kinds)-1)+`) AND run_after <= ? ORDER BY run_after, id LIMIT 1)
+RETURNING id, kind, payload, state, attempts, run_after, last_error`, args...).
+		Scan(&j.ID, &j.Kind, &j.Payload, &j.State, &j.Attempts, &runAfter, &j.LastError)
+	if errors.Is(err, sql.ErrNoRows) {
+		return j, ErrNotFound
+	}
+	if err != nil {
+		return j, fmt.Errorf("claim job: %w", err)
+	}
+	j.RunAfter = time.UnixMilli(runAfter)
+	return j, nil
+}
+
+// FinishJob implements Store.
+func (s *SQLite) FinishJob(ctx context.Context, id int64) error {
+	if _, err := s.w.ExecContext(ctx, `UPDATE jobs SET state = 'done', updated_at = ? WHERE id = ?`, ms(time.Now()), id); err != nil {
+		return fmt.Errorf("finish job %d: %w", id, err)
+	}
+	return nil
+}
+
+// FailJob implements Store.
+func (s *SQLite) FailJob(ctx context.Context, id int64, errText string, retryAt time.Time) error {
+	state, after := "failed", int64(0)
+	if !retryAt.IsZero() {
+		state, after = "pending", ms(retryAt)
+	}
+	_, err := s.w.ExecContext(ctx, `UPDATE jobs SET state = ?, last_error = ?, run_after = CASE WHEN ? > 0 THEN ? ELSE run_after END, updated_at = ? WHERE id = ?`,
+		state, errText, after, after, ms(time.Now()), id)
+	if err != nil {
+		return fmt.Errorf("fail job %d: %w", id, err)
+	}
+	return nil
+}
+
+// RequeueRunning implements Store.
+func (s *SQLite) RequeueRunning(ctx context.Context) (int, error) {
+	res, err := s.w.ExecContext(ctx, `UPDATE jobs SET state = 'pending', updated_at = ? WHERE state = 'running'`, ms(time.Now()))
+	if err != nil {
+		return 0, fmt.Errorf("requeue jobs: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}

@@ -1,0 +1,102 @@
+// Package store persists what the host observes: sessions, turns and durable
+// background jobs. The Store interface keeps the rest of the host independent
+// of SQLite so that a team deployment can move to another database later.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned when a looked-up row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Turn is one completed LLM call as the host saw it.
+type Turn struct {
+	ID             int64
+	SessionID      string
+	Agent          string
+	TurnIndex      int // assigned by the store: 1-based per session and turn type
+	TurnType       string
+	ClientAPI      string
+	UpstreamAPI    string
+	Model          string
+	Stream         bool
+	RequestJSON    string
+	ResponseText   string
+	Reasoning      string
+	ToolCallsJSON  string
+	StopReason     string
+	InputTokens    int
+	OutputTokens   int
+	LatencyMS      int64
+	TTFBMS         int64
+	Status         int
+	Error          string
+	InjectedJSON   string
+	InjectedTokens int
+	UserID         string
+	WorkspaceID    string
+	MemoryScope    string
+	CreatedAt      time.Time
+}
+
+// Session is a conversation: turns that belong together.
+type Session struct {
+	ID        string
+	Agent     string
+	Scope     string
+	StartedAt time.Time
+	LastAt    time.Time
+	EndedAt   *time.Time
+	EndReason string
+	MainTurns int
+	SideTurns int
+}
+
+// Counts summarises the store for `metaclaw status`.
+type Counts struct {
+	Turns          int `json:"turns"`
+	Sessions       int `json:"sessions"`
+	OpenSessions   int `json:"open_sessions"`
+	PendingJobs    int `json:"pending_jobs"`
+	FailedJobs     int `json:"failed_jobs"`
+	InjectedTokens int `json:"injected_tokens"`
+}
+
+// Job is a unit of durable background work.
+type Job struct {
+	ID        int64
+	Kind      string
+	Payload   string
+	State     string
+	Attempts  int
+	RunAfter  time.Time
+	LastError string
+}
+
+// Store is the persistence the host needs.
+type Store interface {
+	// RecordTurns saves turns in one transaction, creating or reopening their
+	// sessions and assigning TurnIndex. It fills in each turn's ID and TurnIndex.
+	RecordTurns(ctx context.Context, turns []*Turn) error
+	// EndSession marks a session ended; unknown ids are ignored.
+	EndSession(ctx context.Context, id, reason string, at time.Time) error
+	Session(ctx context.Context, id string) (Session, error)
+	SessionTurns(ctx context.Context, sessionID string) ([]Turn, error)
+	// IdleSessions lists open sessions whose last turn is before the cut-off.
+	IdleSessions(ctx context.Context, before time.Time) ([]string, error)
+	Counts(ctx context.Context) (Counts, error)
+
+	EnqueueJob(ctx context.Context, kind, payload string, runAfter time.Time) (int64, error)
+	// ClaimJob moves the oldest ready job of the given kinds to running.
+	ClaimJob(ctx context.Context, kinds []string, now time.Time) (Job, error)
+	FinishJob(ctx context.Context, id int64) error
+	// FailJob records an error; the job is retried at retryAt, or marked failed when retryAt is zero.
+	FailJob(ctx context.Context, id int64, errText string, retryAt time.Time) error
+	// RequeueRunning returns jobs left running by a crash to pending.
+	RequeueRunning(ctx context.Context) (int, error)
+
+	Close() error
+}

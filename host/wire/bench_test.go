@@ -1,0 +1,92 @@
+package wire
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func fixtureBody(b *testing.B, prefix string) []byte {
+	for _, f := range loadFixtures(b) {
+		if f.name[:2] == prefix {
+			return f.body
+		}
+	}
+	b.Fatalf("fixture %s missing", prefix)
+	return nil
+}
+
+// BenchmarkOpenAIToAnthropicRequest: fixture 01, a first turn with OpenClaw's
+// 44 KB system prompt and 12 tools.
+func BenchmarkOpenAIToAnthropicRequest(b *testing.B) {
+	body := fixtureBody(b, "01")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := OpenAIToAnthropicRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAnthropicToOpenAIRequest(b *testing.B) {
+	body := fixtureBody(b, "07")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := AnthropicToOpenAIRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStreamTranslate reports the cost per upstream event.
+func BenchmarkStreamTranslate(b *testing.B) {
+	cases := []struct {
+		file string
+		newT func() StreamTranslator
+	}{
+		{"openai_parallel_tools.sse", func() StreamTranslator { return NewOpenAIToAnthropicStream("m") }},
+		{"anthropic_tool_thinking.sse", NewAnthropicToOpenAIStream},
+	}
+	for _, tc := range cases {
+		evs := readEvents(b, filepath.Join("testdata", tc.file))
+		b.Run(tc.file, func(b *testing.B) {
+			b.ReportAllocs()
+			var tr StreamTranslator
+			i := 0
+			for b.Loop() {
+				if i%len(evs) == 0 {
+					tr = tc.newT()
+				}
+				if _, err := tr.Translate(evs[i%len(evs)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+func BenchmarkSSEReadWrite(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "anthropic_tool_thinking.sse"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewSSEReader(bytes.NewReader(raw))
+		for {
+			ev, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err := WriteEvent(io.Discard, ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package wire
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestAccumulatorTolerance(t *testing.T) {
+	junk := []Event{
+		{Data: nil},
+		{Data: []byte("not json")},
+		{Data: []byte("[DONE]")},
+		{Data: []byte(`{"choices":"nope"}`)},
+		{Data: []byte(`{"type":"content_block_delta","index":7,"delta":{"type":"input_json_delta","partial_json":"x"}}`)},
+		{Name: "message_delta", Data: []byte(`{"delta":{"stop_reason":5}}`)},
+	}
+	for _, api := range []API{OpenAI, Anthropic, "other"} {
+		acc := NewAccumulator(api)
+		for _, ev := range junk {
+			acc.Add(ev)
+		}
+		if s := acc.Summary(); !reflect.DeepEqual(s, Summary{}) {
+			t.Errorf("%s: junk produced %+v", api, s)
+		}
+	}
+}
+
+func TestAccumulatorOpenAIDetails(t *testing.T) {
+	acc := NewAccumulator(OpenAI)
+	for _, d := range []string{
+		`{"id":"a","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null,"reasoning":"r1"}}]}`,
+		`{"id":"b","choices":[{"index":0,"delta":{"reasoning_content":"r2","refusal":"no"}},{"index":1,"delta":{"content":"other choice"}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"id":"t3","function":{"name":"x","arguments":"{\"a\""}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"function":{"arguments":":1}"}},{"index":1,"id":"t1","function":{"name":"y"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":7,"completion_tokens":8}}`,
+	} {
+		acc.Add(Event{Data: []byte(d)})
+	}
+	want := Summary{Text: "no", Reasoning: "r1r2", StopReason: "tool_calls", Model: "m", InputTokens: 7, OutputTokens: 8, ID: "a",
+		ToolCalls: []ToolCall{{ID: "t3", Name: "x", Arguments: `{"a":1}`}, {ID: "t1", Name: "y", Arguments: "{}"}}}
+	if got := acc.Summary(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestAccumulatorAnthropicUsageUpdates(t *testing.T) {
+	acc := NewAccumulator(Anthropic)
+	for _, d := range []string{
+		`{"type":"message_start","message":{"id":"m1","model":"c","usage":{"input_tokens":10,"cache_creation_input_tokens":5,"output_tokens":1}}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"pause_turn"},"usage":{"input_tokens":12,"cache_read_input_tokens":3,"output_tokens":9}}`,
+	} {
+		acc.Add(Event{Data: []byte(d)})
+	}
+	want := Summary{StopReason: "pause_turn", Model: "c", InputTokens: 12 + 3 + 5, OutputTokens: 9, ID: "m1"}
+	if got := acc.Summary(); !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}

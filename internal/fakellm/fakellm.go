@@ -1,0 +1,385 @@
+// Package fakellm is a local fake upstream that speaks the real OpenAI Chat
+// Completions and Anthropic Messages wire formats, streaming and not, with
+// tool calls. Tests, benchmarks and end-to-end runs point the proxy at it.
+//
+// Behaviour is driven by the newest user text:
+//   - "USE-TOOL" (and no tool result after it): one call of tool `read` {"path":"NOTE.txt"};
+//   - after a tool result: "TOOL-RESULT: <result text>";
+//   - "FAIL-<status>" (e.g. FAIL-429): an error of that status in the format's error shape;
+//   - "SLOW-<ms>": waits that long before answering;
+//   - otherwise Reply (default "FAKE-REPLY-OK").
+package fakellm
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Request is one request the fake received.
+type Request struct {
+	Path   string
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+}
+
+// Server is the fake upstream.
+type Server struct {
+	*httptest.Server
+	// Reply is the answer text; split on spaces into stream chunks.
+	Reply string
+	// EventDelay is slept between stream events (to observe real streaming).
+	EventDelay time.Duration
+	// Record keeps every request (off in benchmarks).
+	Record bool
+
+	mu   sync.Mutex
+	reqs []Request
+}
+
+// New starts a fake upstream on a loopback port.
+func New() *Server {
+	s := &Server{Reply: "FAKE-REPLY-OK", Record: true}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.openai)
+	mux.HandleFunc("POST /v1/messages", s.anthropic)
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"id":"fake-model","object":"model","created":0,"owned_by":"fake"}]}`)
+	})
+	s.Server = httptest.NewServer(mux)
+	return s
+}
+
+// Requests returns what was received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Last returns the newest request (zero if none).
+func (s *Server) Last() Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reqs) == 0 {
+		return Request{}
+	}
+	return s.reqs[len(s.reqs)-1]
+}
+
+func (s *Server) record(r *http.Request) (map[string]any, bool) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, false
+	}
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return nil, false
+	}
+	if s.Record {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
+		s.mu.Unlock()
+	}
+	return body, true
+}
+
+// plan is what to answer.
+type plan struct {
+	status   int
+	text     string
+	toolCall bool
+	delay    time.Duration
+}
+
+var (
+	failRe = regexp.MustCompile(`FAIL-(\d{3})`)
+	slowRe = regexp.MustCompile(`SLOW-(\d+)`)
+)
+
+func (s *Server) decide(lastUser string, toolResult *string) plan {
+	p := plan{status: 200, text: s.Reply}
+	if m := slowRe.FindStringSubmatch(lastUser); m != nil {
+		ms, _ := strconv.Atoi(m[1])
+		p.delay = time.Duration(ms) * time.Millisecond
+	}
+	if m := failRe.FindStringSubmatch(lastUser); m != nil {
+		p.status, _ = strconv.Atoi(m[1])
+		return p
+	}
+	if toolResult != nil {
+		p.text = "TOOL-RESULT: " + *toolResult
+		return p
+	}
+	if strings.Contains(lastUser, "USE-TOOL") {
+		p.toolCall = true
+	}
+	return p
+}
+
+func text(content any) string {
+	switch c := content.(type) {
+	case string:
+		return c
+	case []any:
+		var b strings.Builder
+		for _, part := range c {
+			if m, ok := part.(map[string]any); ok {
+				if t, ok := m["text"].(string); ok {
+					b.WriteString(t)
+				}
+				if m["type"] == "tool_result" {
+					b.WriteString(text(m["content"]))
+				}
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+func chunks(s string) []string {
+	words := strings.SplitAfter(s, " ")
+	out := words[:0]
+	for _, w := range words {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *Server) sleep(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-time.After(d):
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// ---- OpenAI ----
+
+func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.record(r)
+	if !ok {
+		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": "bad json", "type": "invalid_request_error"}})
+		return
+	}
+	msgs, _ := body["messages"].([]any)
+	var lastUser string
+	var toolResult *string
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		switch mm["role"] {
+		case "user":
+			if t := text(mm["content"]); !strings.HasPrefix(t, "<<<BEGIN_") {
+				lastUser, toolResult = t, nil
+			}
+		case "tool":
+			t := text(mm["content"])
+			toolResult = &t
+		}
+	}
+	p := s.decide(lastUser, toolResult)
+	if !s.sleep(r, p.delay) {
+		return
+	}
+	if p.status != 200 {
+		writeJSON(w, p.status, map[string]any{"error": map[string]any{"message": fmt.Sprintf("fake upstream error %d", p.status), "type": "fake_error", "code": p.status}})
+		return
+	}
+	model, _ := body["model"].(string)
+	id := "chatcmpl-fake"
+	if stream, _ := body["stream"].(bool); stream {
+		so, _ := body["stream_options"].(map[string]any)
+		usage, _ := so["include_usage"].(bool)
+		s.openaiStream(w, r, id, model, p, usage)
+		return
+	}
+	msg := map[string]any{"role": "assistant", "content": p.text}
+	finish := "stop"
+	if p.toolCall {
+		msg["content"] = nil
+		msg["tool_calls"] = []any{map[string]any{"id": "call_fake_1", "type": "function", "function": map[string]any{"name": "read", "arguments": `{"path":"NOTE.txt"}`}}}
+		finish = "tool_calls"
+	}
+	writeJSON(w, 200, map[string]any{
+		"id": id, "object": "chat.completion", "created": 1764472580, "model": model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49},
+	})
+}
+
+func (s *Server) openaiStream(w http.ResponseWriter, r *http.Request, id, model string, p plan, usage bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		flush(w)
+		return s.sleep(r, s.EventDelay)
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1764472580, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	if !send(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
+		return
+	}
+	finish := "stop"
+	if p.toolCall {
+		finish = "tool_calls"
+		if !send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_fake_1", "type": "function", "function": map[string]any{"name": "read", "arguments": ""}}}}, nil)) {
+			return
+		}
+		for _, frag := range []string{`{"path":`, `"NOTE.txt"}`} {
+			if !send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": frag}}}}, nil)) {
+				return
+			}
+		}
+	} else {
+		for _, c := range chunks(p.text) {
+			if !send(chunk(map[string]any{"content": c}, nil)) {
+				return
+			}
+		}
+	}
+	if !send(chunk(map[string]any{}, finish)) {
+		return
+	}
+	if usage {
+		send(map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1764472580, "model": model, "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}})
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+	flush(w)
+}
+
+// ---- Anthropic ----
+
+func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.record(r)
+	if !ok {
+		writeJSON(w, 400, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": "bad json"}})
+		return
+	}
+	msgs, _ := body["messages"].([]any)
+	var lastUser string
+	var toolResult *string
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		if mm["role"] != "user" {
+			continue
+		}
+		if parts, ok := mm["content"].([]any); ok {
+			for _, part := range parts {
+				pm, _ := part.(map[string]any)
+				if pm["type"] == "tool_result" {
+					t := text(pm["content"])
+					toolResult = &t
+				}
+			}
+		}
+		if t := text(mm["content"]); t != "" && !strings.HasPrefix(t, "<<<BEGIN_") {
+			if toolResult == nil || !strings.Contains(t, *toolResult) {
+				lastUser, toolResult = t, nil
+			}
+		}
+	}
+	p := s.decide(lastUser, toolResult)
+	if !s.sleep(r, p.delay) {
+		return
+	}
+	if p.status != 200 {
+		typ := "api_error"
+		switch p.status {
+		case 429:
+			typ = "rate_limit_error"
+		case 400:
+			typ = "invalid_request_error"
+		case 401:
+			typ = "authentication_error"
+		case 529:
+			typ = "overloaded_error"
+		}
+		writeJSON(w, p.status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": fmt.Sprintf("fake upstream error %d", p.status)}})
+		return
+	}
+	model, _ := body["model"].(string)
+	if stream, _ := body["stream"].(bool); stream {
+		s.anthropicStream(w, r, model, p)
+		return
+	}
+	content := []any{map[string]any{"type": "text", "text": p.text}}
+	stop := "end_turn"
+	if p.toolCall {
+		content = []any{map[string]any{"type": "tool_use", "id": "toolu_fake_1", "name": "read", "input": map[string]any{"path": "NOTE.txt"}}}
+		stop = "tool_use"
+	}
+	writeJSON(w, 200, map[string]any{
+		"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": content,
+		"stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 42, "output_tokens": 7},
+	})
+}
+
+func (s *Server) anthropicStream(w http.ResponseWriter, r *http.Request, model string, p plan) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	send := func(name string, v any) bool {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+		flush(w)
+		return s.sleep(r, s.EventDelay)
+	}
+	if !send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 42, "output_tokens": 1}}}) {
+		return
+	}
+	send("ping", map[string]any{"type": "ping"})
+	stop := "end_turn"
+	if p.toolCall {
+		stop = "tool_use"
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "tool_use", "id": "toolu_fake_1", "name": "read", "input": map[string]any{}}})
+		for _, frag := range []string{`{"path":`, `"NOTE.txt"}`} {
+			if !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": frag}}) {
+				return
+			}
+		}
+	} else {
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		for _, c := range chunks(p.text) {
+			if !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": c}}) {
+				return
+			}
+		}
+	}
+	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 7}})
+	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,180 @@
+// Command proxybench measures what the MetaClaw proxy adds to a request,
+// beside a bare httputil.ReverseProxy, in the same run and against the same
+// fast local fake upstream: latency p50/p99 and throughput at concurrency 1
+// and 32, and streaming time to first byte. `make bench` runs it.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/wire"
+	"github.com/metaclaw-go/metaclaw/internal/fakellm"
+)
+
+const body = `{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one word."}]}`
+const streamBody = `{"model":"m","stream":true,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one word."}]}`
+
+type result struct {
+	p50, p99 time.Duration
+	rps      float64
+}
+
+func main() {
+	n1 := flag.Int("n1", 3000, "requests at concurrency 1")
+	n32 := flag.Int("n32", 6000, "requests at concurrency 32")
+	nStream := flag.Int("nstream", 1000, "streaming requests for time to first byte")
+	flag.Parse()
+
+	up := fakellm.New()
+	up.Record = false
+	defer up.Close()
+	upURL, _ := url.Parse(up.URL)
+
+	bare := serve(httputil.NewSingleHostReverseProxy(upURL))
+	defer bare.Close()
+
+	dir, err := os.MkdirTemp("", "proxybench")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, store.DBFile))
+	if err != nil {
+		fail(err)
+	}
+	defer st.Close()
+	c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
+	defer c.Close()
+	px, err := proxy.New(proxy.Options{Core: c, Log: zerolog.Nop(), UpstreamAPI: wire.OpenAI, UpstreamBase: up.URL + "/v1", UpstreamKey: "k"})
+	if err != nil {
+		fail(err)
+	}
+	mc := serve(px.Handler())
+	defer mc.Close()
+
+	targets := []struct{ name, url string }{
+		{"upstream direct", up.URL},
+		{"bare httputil.ReverseProxy", "http://" + bare.Addr().String()},
+		{"metaclaw proxy", "http://" + mc.Addr().String()},
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+
+	fmt.Printf("proxybench: %d requests at c=1, %d at c=32, %d streams; GOMAXPROCS machine %d cores\n\n", *n1, *n32, *nStream, runtime.NumCPU())
+	fmt.Println("| target | c=1 p50 | c=1 p99 | c=1 req/s | c=32 p50 | c=32 p99 | c=32 req/s | stream TTFB p50 | stream TTFB p99 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	res := map[string][3]result{}
+	for _, t := range targets {
+		u := t.url + "/v1/chat/completions"
+		run(client, u, body, 1, 200, false) // warm-up
+		r1 := run(client, u, body, 1, *n1, false)
+		r32 := run(client, u, body, 32, *n32, false)
+		rs := run(client, u, streamBody, 1, *nStream, true)
+		res[t.name] = [3]result{r1, r32, rs}
+		fmt.Printf("| %s | %s | %s | %.0f | %s | %s | %.0f | %s | %s |\n", t.name, f(r1.p50), f(r1.p99), r1.rps, f(r32.p50), f(r32.p99), r32.rps, f(rs.p50), f(rs.p99))
+	}
+	b, m := res["bare httputil.ReverseProxy"], res["metaclaw proxy"]
+	fmt.Printf("\nmetaclaw minus bare proxy: c=1 p50 %+.3f ms, p99 %+.3f ms; c=32 p50 %+.3f ms; stream TTFB p50 %+.3f ms\n",
+		ms(m[0].p50-b[0].p50), ms(m[0].p99-b[0].p99), ms(m[1].p50-b[1].p50), ms(m[2].p50-b[2].p50))
+	d := res["upstream direct"]
+	fmt.Printf("metaclaw minus direct:     c=1 p50 %+.3f ms, p99 %+.3f ms\n", ms(m[0].p50-d[0].p50), ms(m[0].p99-d[0].p99))
+	if err := c.Flush(context.Background()); err == nil {
+		counts, _ := st.Counts(context.Background())
+		fmt.Printf("turns recorded by metaclaw during the run: %d\n", counts.Turns)
+	}
+}
+
+func run(client *http.Client, url, payload string, conc, n int, stream bool) result {
+	lat := make([]time.Duration, n)
+	var next int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if int(i) >= n {
+					return
+				}
+				lat[i] = once(client, url, payload, stream)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return result{p50: lat[n/2], p99: lat[n*99/100], rps: float64(n) / elapsed.Seconds()}
+}
+
+// once returns the full latency, or for streams the time to the first data line.
+func once(client *http.Client, url, payload string, stream bool) time.Duration {
+	t0 := time.Now()
+	resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(payload)))
+	if err != nil {
+		fail(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		fail(fmt.Errorf("status %d: %s", resp.StatusCode, b))
+	}
+	if !stream {
+		io.Copy(io.Discard, resp.Body)
+		return time.Since(t0)
+	}
+	br := bufio.NewReader(resp.Body)
+	var ttfb time.Duration
+	for {
+		line, err := br.ReadString('\n')
+		if ttfb == 0 && strings.HasPrefix(line, "data:") {
+			ttfb = time.Since(t0)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return ttfb
+}
+
+func serve(h http.Handler) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail(err)
+	}
+	go http.Serve(ln, h)
+	return ln
+}
+
+func f(d time.Duration) string   { return fmt.Sprintf("%.3f ms", ms(d)) }
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "proxybench:", err)
+	os.Exit(1)
+}
