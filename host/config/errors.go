@@ -41,7 +41,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // errList collects problems so that one run reports all of them.
 type errList []error
 
-func (l *errList) add(e *Error) { *l = append(*l, e) }
+func (l *errList) add(e error) { *l = append(*l, e) }
 
 func (l errList) err() error { return errors.Join(l...) }
 

@@ -164,7 +164,7 @@ func decodeFile(c *Config, path, label string, secretsOnly bool, data []byte, er
 	}
 	doc, err := parseYAML(path, data)
 	if err != nil {
-		errs.add(err.(*Error))
+		errs.add(err)
 		return
 	}
 	root, rerr := docRoot(path, doc)
