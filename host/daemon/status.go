@@ -98,7 +98,7 @@ func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Inf
 
 func upstreamOf(cfg *config.Config) Upstream {
 	u := Upstream{Configured: cfg.UpstreamConfigured(), API: cfg.LLM.API, BaseURL: cfg.LLM.APIBase, Model: cfg.LLM.ModelID}
-	u.Source = cfg.Sources["llm.api_base"]
+	u.Source = cfg.UpstreamSource()
 	return u
 }
 

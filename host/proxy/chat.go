@@ -29,6 +29,7 @@ type turn struct {
 	id        identity
 	inj       core.Injection
 	rec       *store.Turn
+	observed  bool
 }
 
 func (s *Server) chat(api wire.API) http.HandlerFunc {
@@ -100,7 +101,7 @@ func (s *Server) chat(api wire.API) http.HandlerFunc {
 // ask for it (then the chunk is not passed on).
 func (r *request) ensureStreamUsage() bool {
 	var so map[string]json.RawMessage
-	if raw, ok := r.fields["stream_options"]; ok && !isNull(raw) {
+	if raw, ok := lookup(r.fields, "stream_options"); ok && !isNull(raw) {
 		if json.Unmarshal(raw, &so) != nil {
 			return false
 		}
@@ -213,12 +214,13 @@ func (s *Server) relayBody(w http.ResponseWriter, t *turn, resp *http.Response) 
 			return
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(resp.StatusCode)
-	w.Write(out)
 	t.ttfb = time.Since(t.start)
 	t.rec.Status = resp.StatusCode
 	t.recordSummary(sum)
+	s.observe(t) // before the client can see the answer and send its next turn: keeps turn order
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.StatusCode)
+	w.Write(out)
 }
 
 func (t *turn) recordSummary(sum wire.Summary) {
@@ -274,6 +276,12 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 	sse := wire.NewSSEReader(resp.Body)
 	clientGone := false
 	write := func(ev wire.Event) bool {
+		if isTerminal(ev) {
+			// Record before the client sees the end of the answer, so its next
+			// turn can never be recorded ahead of this one.
+			t.recordSummary(acc.Summary())
+			s.observe(t)
+		}
 		if err := wire.WriteEvent(w, ev); err != nil {
 			clientGone = true
 			return false
@@ -365,9 +373,17 @@ func isUsageOnlyChunk(data []byte) bool {
 	return json.Unmarshal(data, &c) == nil && len(c.Choices) == 0 && !isNull(c.Usage)
 }
 
-// finish records the turn (always, errors included) and ends the session
-// when the client said so.
-func (s *Server) finish(t *turn) {
+// isTerminal spots the event that ends a stream in either format.
+func isTerminal(ev wire.Event) bool {
+	return ev.Name == "message_stop" || (ev.Name == "" && string(ev.Data) == "[DONE]")
+}
+
+// observe hands the turn to the core once.
+func (s *Server) observe(t *turn) {
+	if t.observed {
+		return
+	}
+	t.observed = true
 	t.rec.LatencyMS = time.Since(t.start).Milliseconds()
 	t.rec.TTFBMS = t.ttfb.Milliseconds()
 	t.rec.InjectedTokens = t.inj.Tokens
@@ -376,6 +392,12 @@ func (s *Server) finish(t *turn) {
 		t.rec.InjectedJSON = string(b)
 	}
 	s.o.Core.Observe(t.rec)
+}
+
+// finish records the turn if nothing did yet (errors included), logs it,
+// and ends the session when the client said so.
+func (s *Server) finish(t *turn) {
+	s.observe(t)
 	ev := s.o.Log.Debug()
 	if t.rec.Status >= 400 {
 		ev = s.o.Log.Warn()

@@ -21,22 +21,19 @@ func hasMarker(b []byte) bool {
 // or the newest user message (a hook shim on the same client put it there).
 func (r *request) alreadyInjected() bool {
 	if r.api == wire.Anthropic {
-		if sys, ok := r.fields["system"]; ok && hasMarker(sys) {
+		if sys, ok := lookup(r.fields, "system"); ok && hasMarker(sys) {
 			return true
 		}
 	}
-	lastUser := -1
+	lastUserSeen := false
 	for i := len(r.messages) - 1; i >= 0; i-- {
-		var m message
-		if json.Unmarshal(r.messages[i], &m) != nil {
-			continue
-		}
-		if (m.Role == "system" || m.Role == "developer") && hasMarker(r.messages[i]) {
+		m := r.messages[i]
+		if (m.role == "system" || m.role == "developer") && hasMarker(m.raw) {
 			return true
 		}
-		if m.Role == "user" && lastUser < 0 {
-			lastUser = i
-			if hasMarker(r.messages[i]) {
+		if m.role == "user" && !lastUserSeen {
+			lastUserSeen = true
+			if hasMarker(m.raw) {
 				return true
 			}
 		}
@@ -52,64 +49,71 @@ func (r *request) inject(block string) {
 		return
 	}
 	if r.api == wire.Anthropic {
-		r.injectAnthropic(block)
-	} else {
-		r.injectOpenAI(block)
-	}
-	r.changed = true
-}
-
-func (r *request) injectOpenAI(block string) {
-	for i, raw := range r.messages {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil {
-			continue
-		}
-		var role string
-		_ = json.Unmarshal(m["role"], &role)
-		if role != "system" && role != "developer" {
-			continue
-		}
-		m["content"] = appendToContent(m["content"], block)
-		r.messages[i] = mustJSON(m)
+		sys, _ := lookup(r.fields, "system")
+		r.setRaw("system", appendToContent(sys, block))
 		return
 	}
-	sys := mustJSON(map[string]string{"role": "system", "content": block})
-	r.messages = append([]json.RawMessage{sys}, r.messages...)
-}
-
-func (r *request) injectAnthropic(block string) {
-	r.fields["system"] = appendToContent(r.fields["system"], block)
+	r.changed = true
+	for i, m := range r.messages {
+		if m.role != "system" && m.role != "developer" {
+			continue
+		}
+		fields := objectFields(m.raw)
+		content, _ := lookup(fields, "content")
+		updated := appendToContent(content, block)
+		replaced := false
+		for j := range fields {
+			if fields[j].key == "content" {
+				fields[j].val = updated
+				replaced = true
+			}
+		}
+		if !replaced {
+			fields = append(fields, field{key: "content", val: updated})
+		}
+		r.messages[i].raw = appendObject(make([]byte, 0, len(m.raw)+len(block)+64), fields)
+		return
+	}
+	sys := msg{raw: mustJSON(map[string]string{"role": "system", "content": block}), role: "system"}
+	r.messages = append([]msg{sys}, r.messages...)
 }
 
 // appendToContent appends text to a content value that is absent, a string,
-// or an array of text parts/blocks.
-func appendToContent(content json.RawMessage, text string) json.RawMessage {
+// or an array of text parts/blocks. A string is extended in place (its JSON
+// is spliced, not decoded and re-encoded: system prompts are large).
+func appendToContent(content []byte, text string) []byte {
 	content = bytes.TrimSpace(content)
-	if len(content) == 0 || string(content) == "null" {
+	if len(content) == 0 || string(content) == "null" || string(content) == `""` {
 		return mustJSON(text)
 	}
 	switch content[0] {
 	case '"':
-		var s string
-		if json.Unmarshal(content, &s) == nil {
-			if s == "" {
-				return mustJSON(text)
-			}
-			return mustJSON(s + "\n\n" + text)
-		}
+		return spliceString(content, text)
 	case '[':
-		var parts []json.RawMessage
-		if json.Unmarshal(content, &parts) == nil {
-			parts = append(parts, mustJSON(map[string]string{"type": "text", "text": text}))
-			return mustJSON(parts)
+		partJSON := mustJSON(map[string]string{"type": "text", "text": text})
+		end := bytes.LastIndexByte(content, ']')
+		inner := bytes.TrimSpace(content[1:end])
+		out := make([]byte, 0, len(content)+len(partJSON)+2)
+		out = append(out, content[:end]...)
+		if len(inner) > 0 {
+			out = append(out, ',')
 		}
+		out = append(out, partJSON...)
+		return append(out, ']')
 	}
 	// Some other shape: leave the client's content alone, add nothing.
 	return content
 }
 
-func mustJSON(v any) json.RawMessage {
+// spliceString appends "\n\n"+text inside a JSON string literal.
+func spliceString(lit []byte, text string) []byte {
+	add := appendJSONString(nil, "\n\n"+text) // "\n\n…" with quotes
+	out := make([]byte, 0, len(lit)+len(add))
+	out = append(out, lit[:len(lit)-1]...)
+	return append(out, add[1:]...)
+}
+
+func mustJSON(v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

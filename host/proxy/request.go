@@ -18,22 +18,28 @@ import (
 // body goes upstream (strict upstreams reject unknown fields).
 var identityFields = []string{"session_id", "session_done", "turn_type", "memory_scope", "user_id", "workspace_id"}
 
-// request is a parsed client body. Top-level fields are kept raw so anything
-// we do not touch is forwarded untouched.
+// request is a parsed client body. Top-level fields are kept raw and in
+// order, so anything we do not touch is forwarded untouched.
 type request struct {
 	api      wire.API
 	raw      []byte
-	fields   map[string]json.RawMessage
-	messages []json.RawMessage
+	fields   []field
+	messages []msg
 	model    string
 	stream   bool
 	changed  bool // fields or messages must be re-encoded
 }
 
-// message is the part of a chat message we read (both formats share it).
-type message struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+// msg is one raw chat message and its role.
+type msg struct {
+	raw  []byte
+	role string
+}
+
+// content returns the message's raw content value.
+func (m msg) content() []byte {
+	c, _ := lookup(objectFields(m.raw), "content")
+	return c
 }
 
 type part struct {
@@ -42,26 +48,39 @@ type part struct {
 }
 
 func parseRequest(api wire.API, body []byte) (*request, error) {
-	r := &request{api: api, raw: body}
-	if err := json.Unmarshal(body, &r.fields); err != nil {
-		return nil, fmt.Errorf("request body is not a JSON object: %w", err)
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("request body is not a JSON object: invalid JSON")
 	}
-	if r.fields == nil {
-		return nil, fmt.Errorf("request body must be a JSON object")
+	if i := skipWS(body, 0); i >= len(body) || body[i] != '{' {
+		return nil, fmt.Errorf("request body is not a JSON object")
 	}
-	msgs, ok := r.fields["messages"]
+	r := &request{api: api, raw: body, fields: objectFields(body)}
+	msgs, ok := lookup(r.fields, "messages")
 	if !ok {
 		return nil, fmt.Errorf("`messages` is required")
 	}
-	if err := json.Unmarshal(msgs, &r.messages); err != nil || len(r.messages) == 0 {
+	if i := skipWS(msgs, 0); i >= len(msgs) || msgs[i] != '[' {
 		return nil, fmt.Errorf("`messages` must be a non-empty array")
 	}
-	if m, ok := r.fields["model"]; ok {
-		if err := json.Unmarshal(m, &r.model); err != nil {
+	for _, item := range arrayItems(msgs) {
+		m := msg{raw: item}
+		if len(item) > 0 && item[0] == '{' {
+			if role, ok := lookup(objectFields(item), "role"); ok {
+				m.role, _ = stringValue(role)
+			}
+		}
+		r.messages = append(r.messages, m)
+	}
+	if len(r.messages) == 0 {
+		return nil, fmt.Errorf("`messages` must be a non-empty array")
+	}
+	if m, ok := lookup(r.fields, "model"); ok && !isNull(m) {
+		var isStr bool
+		if r.model, isStr = stringValue(m); !isStr {
 			return nil, fmt.Errorf("`model` must be a string")
 		}
 	}
-	if s, ok := r.fields["stream"]; ok && !isNull(s) {
+	if s, ok := lookup(r.fields, "stream"); ok && !isNull(s) {
 		if err := json.Unmarshal(s, &r.stream); err != nil {
 			return nil, fmt.Errorf("`stream` must be a boolean")
 		}
@@ -69,50 +88,76 @@ func parseRequest(api wire.API, body []byte) (*request, error) {
 	return r, nil
 }
 
-func isNull(b json.RawMessage) bool {
-	return len(bytes.TrimSpace(b)) == 0 || string(bytes.TrimSpace(b)) == "null"
+func isNull(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) == 0 || string(b) == "null"
 }
 
-// stringField returns a string-valued body field ("" if absent or not a string).
+// stringField returns a string-valued body field ("" if absent; "true" for a true boolean).
 func (r *request) stringField(name string) string {
-	raw, ok := r.fields[name]
+	raw, ok := lookup(r.fields, name)
 	if !ok {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		var b bool
-		if json.Unmarshal(raw, &b) == nil && b {
-			return "true"
-		}
-		return ""
+	if s, ok := stringValue(raw); ok {
+		return s
 	}
-	return s
+	if string(bytes.TrimSpace(raw)) == "true" {
+		return "true"
+	}
+	return ""
 }
 
-func (r *request) set(name string, v any) {
-	b, _ := json.Marshal(v)
-	r.fields[name] = b
+// setRaw replaces (or appends) a top-level field.
+func (r *request) setRaw(name string, val []byte) {
 	r.changed = true
+	for i := range r.fields {
+		if r.fields[i].key == name {
+			r.fields[i].val = val
+			return
+		}
+	}
+	r.fields = append(r.fields, field{key: name, val: val})
 }
 
-// encode returns the body to forward: the original bytes when nothing changed.
+func (r *request) set(name string, v any) { r.setRaw(name, mustJSON(v)) }
+
+// del removes a top-level field.
+func (r *request) del(name string) {
+	for i := range r.fields {
+		if r.fields[i].key == name {
+			r.fields = append(r.fields[:i], r.fields[i+1:]...)
+			r.changed = true
+			return
+		}
+	}
+}
+
+// encode returns the body to forward: the original bytes when nothing
+// changed, else the fields in their original order with new values spliced in.
 func (r *request) encode() ([]byte, error) {
 	if !r.changed {
 		return r.raw, nil
 	}
-	msgs, err := json.Marshal(r.messages)
-	if err != nil {
-		return nil, err
+	size := 2
+	for _, m := range r.messages {
+		size += len(m.raw) + 1
 	}
-	r.fields["messages"] = msgs
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep "<", ">" and "&" readable for the model
-	if err := enc.Encode(r.fields); err != nil {
-		return nil, err
+	msgs := make([]byte, 0, size)
+	msgs = append(msgs, '[')
+	for i, m := range r.messages {
+		if i > 0 {
+			msgs = append(msgs, ',')
+		}
+		msgs = append(msgs, m.raw...)
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	msgs = append(msgs, ']')
+	for i := range r.fields {
+		if r.fields[i].key == "messages" {
+			r.fields[i].val = msgs
+		}
+	}
+	return appendObject(make([]byte, 0, len(r.raw)+size-len(r.raw)/2+256), r.fields), nil
 }
 
 // identity is who a turn belongs to.
@@ -156,10 +201,7 @@ func resolveIdentity(hr *http.Request, r *request, pathAgent string) (identity, 
 		},
 	}
 	for _, f := range identityFields {
-		if _, ok := r.fields[f]; ok {
-			delete(r.fields, f)
-			r.changed = true
-		}
+		r.del(f)
 	}
 	if id.agent == "" {
 		id.agent = strings.TrimSpace(hr.Header.Get("X-Agent-Id"))
@@ -194,10 +236,9 @@ func deriveSession(agent string, r *request) string {
 	h := sha256.New()
 	h.Write([]byte(agent))
 	h.Write([]byte{0})
-	for _, raw := range r.messages {
-		var m message
-		if json.Unmarshal(raw, &m) == nil && m.Role == "user" {
-			h.Write([]byte(contentText(m.Content)))
+	for _, m := range r.messages {
+		if m.role == "user" {
+			h.Write([]byte(contentText(m.content())))
 			break
 		}
 	}
@@ -244,11 +285,10 @@ var internalContext = regexp.MustCompile(`(?s)<<<BEGIN_[A-Z_]*INTERNAL_CONTEXT>>
 func (r *request) recentUserTexts(n int) []string {
 	var out []string
 	for i := len(r.messages) - 1; i >= 0 && len(out) < n; i-- {
-		var m message
-		if json.Unmarshal(r.messages[i], &m) != nil || m.Role != "user" {
+		if r.messages[i].role != "user" {
 			continue
 		}
-		t := contentText(m.Content)
+		t := contentText(r.messages[i].content())
 		if strings.Contains(t, "<<<BEGIN_") {
 			t = internalContext.ReplaceAllString(t, "")
 		}
@@ -266,7 +306,7 @@ func (r *request) recentUserTexts(n int) []string {
 // maxTokens is the completion budget the client asked for (or 0).
 func (r *request) maxTokens() int {
 	for _, f := range []string{"max_completion_tokens", "max_tokens"} {
-		if raw, ok := r.fields[f]; ok {
+		if raw, ok := lookup(r.fields, f); ok {
 			var n int
 			if json.Unmarshal(raw, &n) == nil && n > 0 {
 				return n

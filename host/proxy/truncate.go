@@ -1,8 +1,7 @@
 package proxy
 
 import (
-	"encoding/json"
-	"strings"
+	"bytes"
 
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 	"github.com/metaclaw-go/metaclaw/host/wire"
@@ -36,15 +35,13 @@ func (r *request) truncate(maxContext int, counter *tokens.Cache) (dropped int) 
 	}
 	infos := make([]info, len(r.messages))
 	fixed := 0
-	if sys, ok := r.fields["system"]; ok && r.api == wire.Anthropic {
+	if sys, ok := lookup(r.fields, "system"); ok && r.api == wire.Anthropic {
 		fixed += counter.Count(string(sys))
 	}
-	for i, raw := range r.messages {
-		var m message
-		_ = json.Unmarshal(raw, &m)
-		in := info{role: m.Role, tokens: counter.Count(string(raw)) + perMessageOverhead}
-		in.system = m.Role == "system" || m.Role == "developer"
-		in.tool = m.Role == "tool" || (r.api == wire.Anthropic && m.Role == "user" && strings.Contains(string(m.Content), `"tool_result"`))
+	for i, m := range r.messages {
+		in := info{role: m.role, tokens: counter.Count(string(m.raw)) + perMessageOverhead}
+		in.system = m.role == "system" || m.role == "developer"
+		in.tool = m.role == "tool" || (r.api == wire.Anthropic && m.role == "user" && bytes.Contains(m.raw, []byte(`"tool_result"`)))
 		infos[i] = in
 		if in.system {
 			fixed += in.tokens
@@ -68,10 +65,10 @@ func (r *request) truncate(maxContext int, counter *tokens.Cache) (dropped int) 
 		(infos[cut].tool || (r.api == wire.Anthropic && infos[cut].role != "user")) {
 		cut++
 	}
-	kept := make([]json.RawMessage, 0, len(r.messages))
-	for i, raw := range r.messages {
+	kept := make([]msg, 0, len(r.messages))
+	for i, m := range r.messages {
 		if i >= cut || infos[i].system {
-			kept = append(kept, raw)
+			kept = append(kept, m)
 		} else {
 			dropped++
 		}

@@ -51,7 +51,13 @@ func main() {
 	defer up.Close()
 	upURL, _ := url.Parse(up.URL)
 
-	bare := serve(httputil.NewSingleHostReverseProxy(upURL))
+	rp := httputil.NewSingleHostReverseProxy(upURL)
+	// Same connection pooling as the metaclaw proxy's transport, for a fair comparison.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	rp.Transport = tr
+	rp.FlushInterval = -1 // flush every write, as metaclaw does for streams
+	bare := serve(rp)
 	defer bare.Close()
 
 	dir, err := os.MkdirTemp("", "proxybench")
