@@ -201,6 +201,12 @@ func printStatus(w interface{ Write([]byte) (int, error) }, st daemon.Status) {
 	fmt.Fprintf(w, "  recorded  %d turns in %d sessions (%d open), %d injected tokens\n", st.Counts.Turns, st.Counts.Sessions, st.Counts.OpenSessions, st.Counts.InjectedTokens)
 	fmt.Fprintf(w, "  learned   %d skills, %d memories (context: %s)\n", st.Counts.Skills, st.Counts.Memories, providers)
 	fmt.Fprintf(w, "  jobs      %d pending, %d failed; %d turns waiting to be written\n", st.Jobs.Pending, st.Jobs.Failed, st.Counts.PendingTurns)
+	if st.Counts.MemoryPendingTurns > 0 {
+		fmt.Fprintf(w, "  memory    %d turns waiting to be ingested\n", st.Counts.MemoryPendingTurns)
+	}
+	for purpose, u := range st.LLMUsage {
+		fmt.Fprintf(w, "  llm       %s: %d calls (%d failed), %d in / %d out tokens\n", purpose, u.Calls, u.Failed, u.InputTokens, u.OutputTokens)
+	}
 	fmt.Fprintf(w, "  rl        %s: %s\n", st.RL.State, st.RL.Reason)
 	for _, warn := range st.Warnings {
 		fmt.Fprintf(w, "  warning   %s\n", warn)

@@ -118,6 +118,8 @@ type Core struct {
 	providers []Provider
 	listeners []TurnListener
 	handlers  map[string]JobHandler
+	// sessionEndKinds are the job kinds enqueued for every ended session.
+	sessionEndKinds []string
 
 	queue    chan *store.Turn
 	observed atomic.Int64 // turns persisted since start
@@ -184,6 +186,16 @@ func (c *Core) OnTurn(l TurnListener) {
 	c.mu.Lock()
 	c.listeners = append(c.listeners, l)
 	c.mu.Unlock()
+}
+
+// OnSessionEnd registers a durable job of the given kind, run once for every
+// ended session with a SessionEnd payload (memory flush, skill evolution, RL
+// episode close: each its own kind, so one failing does not repeat the others).
+func (c *Core) OnSessionEnd(kind string, h JobHandler) {
+	c.mu.Lock()
+	c.sessionEndKinds = append(c.sessionEndKinds, kind)
+	c.mu.Unlock()
+	c.HandleJobs(kind, h)
 }
 
 // HandleJobs registers the handler for a job kind.
@@ -402,11 +414,7 @@ func (c *Core) Flush(ctx context.Context) error {
 	}
 }
 
-// SessionEndJob is the job kind enqueued for every ended session when a
-// handler for it is registered (memory flush, skill evolution, RL episode close).
-const SessionEndJob = "session_end"
-
-// SessionEnd is the payload of a SessionEndJob.
+// SessionEnd is the payload of the jobs enqueued when a session ends.
 type SessionEnd struct {
 	SessionID string    `json:"session_id"`
 	Reason    string    `json:"reason"`
@@ -427,13 +435,15 @@ func (c *Core) EndSession(ctx context.Context, sessionID, reason string) error {
 		return err
 	}
 	c.mu.RLock()
-	_, wanted := c.handlers[SessionEndJob]
+	kinds := c.sessionEndKinds
 	c.mu.RUnlock()
-	if wanted {
-		payload, _ := json.Marshal(SessionEnd{SessionID: sessionID, Reason: reason, At: now})
-		if _, err := c.st.EnqueueJob(ctx, SessionEndJob, string(payload), now); err != nil {
+	payload, _ := json.Marshal(SessionEnd{SessionID: sessionID, Reason: reason, At: now})
+	for _, kind := range kinds {
+		if _, err := c.st.EnqueueJob(ctx, kind, string(payload), now); err != nil {
 			return fmt.Errorf("end session %s: %w", sessionID, err)
 		}
+	}
+	if len(kinds) > 0 {
 		c.wakeJobs()
 	}
 	c.log.Debug().Str("session", sessionID).Str("reason", reason).Msg("session ended")
@@ -558,6 +568,8 @@ type Stats struct {
 	// Learned holds counts reported by providers that implement Counter
 	// (e.g. "skills", "memories").
 	Learned map[string]int `json:"learned"`
+	// Usage is what the layer's own LLM calls cost, per purpose.
+	Usage map[string]store.UsageTotal `json:"llm_usage"`
 }
 
 // Counter is implemented by providers that can say how much they hold.
@@ -581,7 +593,12 @@ func (c *Core) Stats(ctx context.Context) (Stats, error) {
 			}
 		}
 	}
+	usage, uerr := c.st.UsageByPurpose(ctx)
+	if err == nil {
+		err = uerr
+	}
 	return Stats{
+		Usage:              usage,
 		Counts:             counts,
 		ObservedSinceStart: c.observed.Load(),
 		QueuedTurns:        len(c.queue),

@@ -196,7 +196,9 @@ func TestSessionEndJobsRunWithRetry(t *testing.T) {
 	c, st := newCore(t, Options{})
 	var calls atomic.Int32
 	got := make(chan SessionEnd, 1)
-	c.HandleJobs(SessionEndJob, func(_ context.Context, payload json.RawMessage) error {
+	other := make(chan struct{}, 1)
+	c.OnSessionEnd("other_end", func(context.Context, json.RawMessage) error { other <- struct{}{}; return nil })
+	c.OnSessionEnd("flaky_end", func(_ context.Context, payload json.RawMessage) error {
 		if calls.Add(1) == 1 {
 			return errors.New("transient")
 		}
@@ -218,6 +220,14 @@ func TestSessionEndJobsRunWithRetry(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("session_end job never succeeded")
+	}
+	select {
+	case <-other:
+	case <-time.After(10 * time.Second):
+		t.Fatal("second session-end subscriber never ran")
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("flaky handler ran %d times, want 2 (one failure, one success)", calls.Load())
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {

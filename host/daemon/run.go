@@ -93,6 +93,8 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 		Log:         log.With().Str("part", "core").Logger(),
 		SessionIdle: time.Duration(cfg.Memory.SessionIdleMinutes) * time.Minute,
 	})
+	routes, learning := setupLearning(ctx, cfg, st, c, log)
+	defer learning.Close()
 	if o.Hooks != nil {
 		o.Hooks(c)
 	}
@@ -101,6 +103,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	var info Info
 	popts := ProxyOptions(cfg, c, log.With().Str("part", "proxy").Logger())
 	popts.Status = func(ctx context.Context) any { return BuildStatus(ctx, cfg, c, info) }
+	popts.Routes = routes
 	px, err := proxy.New(popts)
 	if err != nil {
 		c.Close()

@@ -9,28 +9,30 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/version"
 )
 
 // Status is the JSON of `GET /v1/status` and `metaclaw status --json`.
 // Documented in docs/status.md; fields are only ever added.
 type Status struct {
-	OK            bool       `json:"ok"`
-	Running       bool       `json:"running"`
-	Version       string     `json:"version"`
-	Mode          string     `json:"mode"`
-	PID           int        `json:"pid,omitempty"`
-	StartedAt     *time.Time `json:"started_at,omitempty"`
-	UptimeSeconds float64    `json:"uptime_seconds"`
-	Listen        string     `json:"listen,omitempty"`
-	Auth          bool       `json:"auth_required"`
-	Upstream      Upstream   `json:"upstream"`
-	Counts        Counts     `json:"counts"`
-	Jobs          Jobs       `json:"jobs"`
-	RL            RLState    `json:"rl"`
-	Providers     []string   `json:"context_providers"`
-	Warnings      []string   `json:"warnings,omitempty"`
-	Error         string     `json:"error,omitempty"`
+	OK            bool                        `json:"ok"`
+	Running       bool                        `json:"running"`
+	Version       string                      `json:"version"`
+	Mode          string                      `json:"mode"`
+	PID           int                         `json:"pid,omitempty"`
+	StartedAt     *time.Time                  `json:"started_at,omitempty"`
+	UptimeSeconds float64                     `json:"uptime_seconds"`
+	Listen        string                      `json:"listen,omitempty"`
+	Auth          bool                        `json:"auth_required"`
+	Upstream      Upstream                    `json:"upstream"`
+	Counts        Counts                      `json:"counts"`
+	Jobs          Jobs                        `json:"jobs"`
+	RL            RLState                     `json:"rl"`
+	Providers     []string                    `json:"context_providers"`
+	LLMUsage      map[string]store.UsageTotal `json:"llm_usage"`
+	Warnings      []string                    `json:"warnings,omitempty"`
+	Error         string                      `json:"error,omitempty"`
 }
 
 // Upstream describes where turns are forwarded.
@@ -50,7 +52,8 @@ type Counts struct {
 	InjectedTokens     int   `json:"injected_tokens"`
 	Skills             int   `json:"skills"`
 	Memories           int   `json:"memories"`
-	PendingTurns       int   `json:"pending_turns"` // observed, not yet persisted
+	PendingTurns       int   `json:"pending_turns"`        // observed, not yet persisted
+	MemoryPendingTurns int   `json:"memory_pending_turns"` // persisted, not yet ingested into memory
 	ObservedSinceStart int64 `json:"observed_since_start"`
 }
 
@@ -86,7 +89,11 @@ func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Inf
 	st.Counts = Counts{
 		Turns: stats.Turns, Sessions: stats.Sessions, OpenSessions: stats.OpenSessions,
 		InjectedTokens: stats.InjectedTokens, PendingTurns: stats.QueuedTurns, ObservedSinceStart: stats.ObservedSinceStart,
-		Skills: stats.Learned["skills"], Memories: stats.Learned["memories"],
+		Skills: stats.Learned["skills"], Memories: stats.Learned["memories"], MemoryPendingTurns: stats.Learned["memory_pending_turns"],
+	}
+	st.LLMUsage = stats.Usage
+	if st.LLMUsage == nil {
+		st.LLMUsage = map[string]store.UsageTotal{}
 	}
 	st.Jobs = Jobs{Pending: stats.PendingJobs, Failed: stats.FailedJobs}
 	st.Providers = stats.Providers

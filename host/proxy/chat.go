@@ -329,6 +329,12 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 	idleMu.Lock()
 	idle := timedOut
 	idleMu.Unlock()
+	if t.observed {
+		// The stream reached its end and the turn is recorded; t.rec now
+		// belongs to the core and must not be touched.
+		_ = rc.Flush()
+		return
+	}
 	switch {
 	case clientGone || (ctx.Err() != nil && !idle):
 		t.rec.Status, t.rec.Error = statusClientClosed, "client closed the stream"
@@ -339,14 +345,20 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 		t.rec.Status, t.rec.Error = http.StatusBadGateway, "upstream stream broke: "+readErr.Error()
 		s.writeStreamError(w, t.clientAPI, http.StatusBadGateway, "upstream stream broke: "+readErr.Error())
 	default:
+		// Upstream ended without its terminal event: let the translator close
+		// the client's stream (writing a terminal event records the turn).
 		if tr != nil {
 			for _, e := range tr.Finish() {
-				write(e)
+				if !write(e) {
+					break
+				}
 			}
 		}
 	}
 	_ = rc.Flush()
-	t.recordSummary(acc.Summary())
+	if !t.observed {
+		t.recordSummary(acc.Summary())
+	}
 }
 
 // writeStreamError ends a stream that is already under way with an error

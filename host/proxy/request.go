@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/transcript"
 	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
@@ -275,11 +276,6 @@ func contentText(c json.RawMessage) string {
 	return ""
 }
 
-// internalContext matches agent-internal blocks such as OpenClaw's
-// <<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> … <<<END_OPENCLAW_INTERNAL_CONTEXT>>>:
-// runtime bookkeeping, not what the user said.
-var internalContext = regexp.MustCompile(`(?s)<<<BEGIN_[A-Z_]*INTERNAL_CONTEXT>>>.*?(<<<END_[A-Z_]*INTERNAL_CONTEXT>>>|$)`)
-
 // recentUserTexts returns up to n recent user texts, oldest first, without
 // injected blocks or agent-internal context.
 func (r *request) recentUserTexts(n int) []string {
@@ -288,12 +284,7 @@ func (r *request) recentUserTexts(n int) []string {
 		if r.messages[i].role != "user" {
 			continue
 		}
-		t := contentText(r.messages[i].content())
-		if strings.Contains(t, "<<<BEGIN_") {
-			t = internalContext.ReplaceAllString(t, "")
-		}
-		t = strings.TrimSpace(core.Strip(t))
-		if t != "" {
+		if t := transcript.Clean(contentText(r.messages[i].content())); t != "" {
 			out = append(out, t)
 		}
 	}

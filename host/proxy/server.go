@@ -47,6 +47,16 @@ type Options struct {
 	Status func(ctx context.Context) any
 	// Transport overrides the upstream transport (tests, benchmarks).
 	Transport http.RoundTripper
+	// Routes are extra endpoints served behind the proxy's auth (memory API,
+	// dashboard API), each also under /a/<agent-id>/.
+	Routes []Route
+}
+
+// Route is an extra endpoint. Pattern is a ServeMux pattern such as
+// "GET /v1/memory/search"; the handler can read r.PathValue("agent").
+type Route struct {
+	Pattern string
+	Handler http.HandlerFunc
 }
 
 // Server serves the proxy's routes.
@@ -106,6 +116,14 @@ func (s *Server) routes() {
 		s.mux.HandleFunc("POST "+prefix+"/v1/messages", s.auth(wire.Anthropic, s.chat(wire.Anthropic)))
 		s.mux.HandleFunc("GET "+prefix+"/v1/models", s.authByHeaders(s.models))
 		s.mux.HandleFunc("GET "+prefix+"/v1/status", s.authByHeaders(s.status))
+		for _, rt := range s.o.Routes {
+			method, path, ok := strings.Cut(rt.Pattern, " ")
+			if !ok {
+				method, path = "", rt.Pattern
+			}
+			pattern := strings.TrimSpace(method + " " + prefix + path)
+			s.mux.HandleFunc(pattern, s.authByHeaders(rt.Handler))
+		}
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		api := clientAPIFromHeaders(r)

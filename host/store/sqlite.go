@@ -325,3 +325,43 @@ func (s *SQLite) RequeueRunning(ctx context.Context) (int, error) {
 	n, _ := res.RowsAffected()
 	return int(n), nil
 }
+
+// RecordUsage implements Store.
+func (s *SQLite) RecordUsage(ctx context.Context, u Usage) error {
+	if u.At.IsZero() {
+		u.At = time.Now()
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO llm_usage (purpose, model, input_tokens, output_tokens, ok, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		u.Purpose, u.Model, u.InputTokens, u.OutputTokens, u.OK, ms(u.At))
+	if err != nil {
+		return fmt.Errorf("record %s usage: %w", u.Purpose, err)
+	}
+	return nil
+}
+
+// UsageByPurpose implements Store.
+func (s *SQLite) UsageByPurpose(ctx context.Context) (map[string]UsageTotal, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT purpose, COUNT(*), SUM(CASE WHEN ok THEN 0 ELSE 1 END), SUM(input_tokens), SUM(output_tokens) FROM llm_usage GROUP BY purpose`)
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]UsageTotal{}
+	for rows.Next() {
+		var p string
+		var u UsageTotal
+		if err := rows.Scan(&p, &u.Calls, &u.Failed, &u.InputTokens, &u.OutputTokens); err != nil {
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+		out[p] = u
+	}
+	return out, rows.Err()
+}
+
+// Writer is the single-connection pool for writes. Packages that own tables
+// (skills, memory) use it with their own migrations in this package's
+// migrations folder, so one file holds the whole schema.
+func (s *SQLite) Writer() *sql.DB { return s.w }
+
+// Reader is the read pool.
+func (s *SQLite) Reader() *sql.DB { return s.r }

@@ -206,3 +206,27 @@ func TestReopenKeepsDataAndIsPrivate(t *testing.T) {
 		t.Fatalf("reopened turns = %d", c.Turns)
 	}
 }
+
+func TestUsage(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	for _, u := range []Usage{
+		{Purpose: "evolver", Model: "m", InputTokens: 100, OutputTokens: 20, OK: true},
+		{Purpose: "evolver", Model: "m", InputTokens: 50, OutputTokens: 0, OK: false},
+		{Purpose: "extractor", InputTokens: 7, OutputTokens: 3, OK: true},
+	} {
+		if err := s.RecordUsage(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.UsageByPurpose(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got["evolver"]; e.Calls != 2 || e.Failed != 1 || e.InputTokens != 150 || e.OutputTokens != 20 {
+		t.Fatalf("evolver %+v", e)
+	}
+	if x := got["extractor"]; x.Calls != 1 || x.InputTokens != 7 {
+		t.Fatalf("extractor %+v", x)
+	}
+}

@@ -98,5 +98,28 @@ type Store interface {
 	// RequeueRunning returns jobs left running by a crash to pending.
 	RequeueRunning(ctx context.Context) (int, error)
 
+	// RecordUsage notes tokens the layer spent on its own LLM calls.
+	RecordUsage(ctx context.Context, u Usage) error
+	// UsageByPurpose sums recorded usage per purpose.
+	UsageByPurpose(ctx context.Context) (map[string]UsageTotal, error)
+
 	Close() error
+}
+
+// Usage is one LLM call made by the layer itself.
+type Usage struct {
+	Purpose      string
+	Model        string
+	InputTokens  int
+	OutputTokens int
+	OK           bool
+	At           time.Time
+}
+
+// UsageTotal sums Usage rows.
+type UsageTotal struct {
+	Calls        int `json:"calls"`
+	Failed       int `json:"failed"`
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
 }

@@ -35,6 +35,19 @@ import (
 const body = `{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one word."}]}`
 const streamBody = `{"model":"m","stream":true,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Say hello in one word."}]}`
 
+// largeBody is shaped like a real agent turn: a 44 KB system prompt (the size
+// OpenClaw sends), history, and a dozen tools.
+func largeBody() string {
+	sys := strings.Repeat("You are a personal assistant running inside an agent runtime. Follow the workspace rules. ", 480)
+	var tools []string
+	for i := 0; i < 12; i++ {
+		tools = append(tools, fmt.Sprintf(`{"type":"function","function":{"name":"tool_%d","description":"Tool number %d does one thing well.","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}}`, i, i))
+	}
+	return `{"model":"m","messages":[{"role":"system","content":"` + sys + `"},` +
+		`{"role":"user","content":"Earlier question about the project layout"},{"role":"assistant","content":"Here is the layout you asked about."},` +
+		`{"role":"user","content":"Say hello in one word."}],"tools":[` + strings.Join(tools, ",") + `],"tool_choice":"auto"}`
+}
+
 type result struct {
 	p50, p99 time.Duration
 	rps      float64
@@ -87,21 +100,23 @@ func main() {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 
 	fmt.Printf("proxybench: %d requests at c=1, %d at c=32, %d streams; GOMAXPROCS machine %d cores\n\n", *n1, *n32, *nStream, runtime.NumCPU())
-	fmt.Println("| target | c=1 p50 | c=1 p99 | c=1 req/s | c=32 p50 | c=32 p99 | c=32 req/s | stream TTFB p50 | stream TTFB p99 |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
-	res := map[string][3]result{}
+	big := largeBody()
+	fmt.Println("| target | c=1 p50 | c=1 p99 | c=1 req/s | c=32 p50 | c=32 p99 | c=32 req/s | stream TTFB p50 | stream TTFB p99 | 45 KB agent request c=1 p50 | p99 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	res := map[string][4]result{}
 	for _, t := range targets {
 		u := t.url + "/v1/chat/completions"
 		run(client, u, body, 1, 200, false) // warm-up
 		r1 := run(client, u, body, 1, *n1, false)
 		r32 := run(client, u, body, 32, *n32, false)
 		rs := run(client, u, streamBody, 1, *nStream, true)
-		res[t.name] = [3]result{r1, r32, rs}
-		fmt.Printf("| %s | %s | %s | %.0f | %s | %s | %.0f | %s | %s |\n", t.name, f(r1.p50), f(r1.p99), r1.rps, f(r32.p50), f(r32.p99), r32.rps, f(rs.p50), f(rs.p99))
+		rl := run(client, u, big, 1, *nStream, false)
+		res[t.name] = [4]result{r1, r32, rs, rl}
+		fmt.Printf("| %s | %s | %s | %.0f | %s | %s | %.0f | %s | %s | %s | %s |\n", t.name, f(r1.p50), f(r1.p99), r1.rps, f(r32.p50), f(r32.p99), r32.rps, f(rs.p50), f(rs.p99), f(rl.p50), f(rl.p99))
 	}
 	b, m := res["bare httputil.ReverseProxy"], res["metaclaw proxy"]
-	fmt.Printf("\nmetaclaw minus bare proxy: c=1 p50 %+.3f ms, p99 %+.3f ms; c=32 p50 %+.3f ms; stream TTFB p50 %+.3f ms\n",
-		ms(m[0].p50-b[0].p50), ms(m[0].p99-b[0].p99), ms(m[1].p50-b[1].p50), ms(m[2].p50-b[2].p50))
+	fmt.Printf("\nmetaclaw minus bare proxy: c=1 p50 %+.3f ms, p99 %+.3f ms; c=32 p50 %+.3f ms; stream TTFB p50 %+.3f ms; 45 KB request p50 %+.3f ms\n",
+		ms(m[0].p50-b[0].p50), ms(m[0].p99-b[0].p99), ms(m[1].p50-b[1].p50), ms(m[2].p50-b[2].p50), ms(m[3].p50-b[3].p50))
 	d := res["upstream direct"]
 	fmt.Printf("metaclaw minus direct:     c=1 p50 %+.3f ms, p99 %+.3f ms\n", ms(m[0].p50-d[0].p50), ms(m[0].p99-d[0].p99))
 	if err := c.Flush(context.Background()); err == nil {

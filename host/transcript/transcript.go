@@ -1,0 +1,136 @@
+// Package transcript turns recorded turns into what learning may read: the
+// user's new text and the assistant's final text. System prompts, tool
+// output, agent-internal context and MetaClaw's own injected blocks are never
+// part of it, so the layer never learns from its own output or mines prompts.
+package transcript
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/store"
+)
+
+// Exchange is one main turn as learning sees it.
+type Exchange struct {
+	TurnID    int64
+	SessionID string
+	Agent     string
+	Scope     string
+	TurnIndex int
+	// User is the new user text of this turn; empty for tool rounds, where
+	// the newest message is a tool result rather than something the user said.
+	User      string
+	Assistant string
+	ToolCalls int
+	At        time.Time
+}
+
+// internalContext matches agent-internal blocks such as OpenClaw's
+// <<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> … <<<END_OPENCLAW_INTERNAL_CONTEXT>>>.
+var internalContext = regexp.MustCompile(`(?s)<<<BEGIN_[A-Z_]*INTERNAL_CONTEXT>>>.*?(<<<END_[A-Z_]*INTERNAL_CONTEXT>>>|$)`)
+
+// Clean removes injected blocks and agent-internal context from text.
+func Clean(text string) string {
+	if strings.Contains(text, "<<<BEGIN_") {
+		text = internalContext.ReplaceAllString(text, "")
+	}
+	return strings.TrimSpace(core.Strip(text))
+}
+
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type block struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// textOf flattens string content or text parts/blocks; tool results and
+// images are not text the user wrote.
+func textOf(c json.RawMessage) (text string, toolResult bool) {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s, false
+	}
+	var blocks []block
+	if json.Unmarshal(c, &blocks) != nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "text", "input_text":
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(bl.Text)
+		case "tool_result":
+			toolResult = true
+		}
+	}
+	return b.String(), toolResult
+}
+
+// UserText returns the new user text of a request body in either wire
+// format: the trailing user messages after the last assistant/tool message,
+// cleaned. A request whose tail is a tool result has no new user text.
+func UserText(requestJSON string) string {
+	var body struct {
+		Messages []message `json:"messages"`
+	}
+	if json.Unmarshal([]byte(requestJSON), &body) != nil {
+		return ""
+	}
+	var parts []string
+	for i := len(body.Messages) - 1; i >= 0; i-- {
+		m := body.Messages[i]
+		if m.Role != "user" {
+			break
+		}
+		t, isTool := textOf(m.Content)
+		if isTool {
+			return ""
+		}
+		if t = Clean(t); t != "" {
+			parts = append([]string{t}, parts...)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// FromTurn builds the Exchange of a recorded turn.
+func FromTurn(t store.Turn) Exchange {
+	var calls []json.RawMessage
+	_ = json.Unmarshal([]byte(t.ToolCallsJSON), &calls)
+	return Exchange{
+		TurnID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Scope: t.MemoryScope, TurnIndex: t.TurnIndex,
+		User: UserText(t.RequestJSON), Assistant: Clean(t.ResponseText), ToolCalls: len(calls), At: t.CreatedAt,
+	}
+}
+
+// Learnable reports whether a turn may feed learning: a successful main turn.
+func Learnable(t store.Turn) bool {
+	return t.TurnType == core.TurnMain && t.Status >= 200 && t.Status < 300
+}
+
+// Session returns the learnable exchanges of a session, in order.
+func Session(ctx context.Context, st store.Store, sessionID string) ([]Exchange, error) {
+	turns, err := st.SessionTurns(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Exchange, 0, len(turns))
+	for _, t := range turns {
+		if Learnable(t) {
+			out = append(out, FromTurn(t))
+		}
+	}
+	return out, nil
+}

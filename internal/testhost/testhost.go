@@ -1,0 +1,99 @@
+// Package testhost runs the real request path for tests: a SQLite store, the
+// core, the proxy on a loopback httptest server, and a fake upstream. Skills,
+// memory and other parts plug in through Setup, exactly as the daemon wires them.
+package testhost
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/wire"
+	"github.com/metaclaw-go/metaclaw/internal/fakellm"
+)
+
+// Options configure a test host.
+type Options struct {
+	UpstreamAPI wire.API // default openai
+	// Dir holds the store; default t.TempDir().
+	Dir string
+	// Setup registers providers, listeners and jobs on the core and returns
+	// extra routes for the proxy (as the daemon does).
+	Setup func(c *core.Core, st *store.SQLite) []proxy.Route
+	// Mutate adjusts the proxy options last.
+	Mutate      func(*proxy.Options)
+	SessionIdle time.Duration
+}
+
+// Host is a running test host.
+type Host struct {
+	Upstream *fakellm.Server
+	Proxy    *httptest.Server
+	URL      string // proxy base URL (no trailing slash)
+	Core     *core.Core
+	Store    *store.SQLite
+	Dir      string
+}
+
+// Start runs a host until the test ends.
+func Start(t testing.TB, o Options) *Host {
+	t.Helper()
+	if o.UpstreamAPI == "" {
+		o.UpstreamAPI = wire.OpenAI
+	}
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	h := &Host{Upstream: fakellm.New(), Dir: o.Dir}
+	t.Cleanup(h.Upstream.Close)
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(o.Dir, store.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Store = st
+	h.Core = core.New(core.Options{Store: st, Log: zerolog.Nop(), SessionIdle: o.SessionIdle})
+	var routes []proxy.Route
+	if o.Setup != nil {
+		routes = o.Setup(h.Core, st)
+	}
+	base := h.Upstream.URL + "/v1"
+	if o.UpstreamAPI == wire.Anthropic {
+		base = h.Upstream.URL
+	}
+	po := proxy.Options{
+		Core: h.Core, Log: zerolog.Nop(), UpstreamAPI: o.UpstreamAPI, UpstreamBase: base,
+		UpstreamKey: "sk-upstream-test", UpstreamTimeout: 10 * time.Second, Routes: routes,
+	}
+	if o.Mutate != nil {
+		o.Mutate(&po)
+	}
+	px, err := proxy.New(po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Proxy = httptest.NewServer(px.Handler())
+	h.URL = h.Proxy.URL
+	t.Cleanup(func() {
+		h.Proxy.Close()
+		h.Core.Close()
+		st.Close()
+	})
+	return h
+}
+
+// Flush waits until every observed turn is persisted.
+func (h *Host) Flush(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.Core.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
