@@ -120,6 +120,7 @@ type Core struct {
 	handlers  map[string]JobHandler
 	// sessionEndKinds are the job kinds enqueued for every ended session.
 	sessionEndKinds []string
+	tools           map[string]Tool
 
 	queue    chan *store.Turn
 	observed atomic.Int64 // turns persisted since start

@@ -261,3 +261,26 @@ func TestIdleSessionsAreEnded(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestTools(t *testing.T) {
+	c, _ := newCore(t, Options{})
+	c.RegisterTool(Tool{Name: "b_echo", Description: "echo", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Call: func(_ context.Context, q Query, args json.RawMessage) (any, error) {
+			return map[string]any{"agent": q.Agent, "args": string(args)}, nil
+		}})
+	c.RegisterTool(Tool{Name: "a_panic", Call: func(context.Context, Query, json.RawMessage) (any, error) { panic("boom") }})
+	if tools := c.Tools(); len(tools) != 2 || tools[0].Name != "a_panic" {
+		t.Fatalf("tools %+v", tools)
+	}
+	got, err := c.CallTool(context.Background(), "b_echo", Query{Agent: "x"}, nil)
+	if err != nil || got.(map[string]any)["args"] != "{}" || got.(map[string]any)["agent"] != "x" {
+		t.Fatalf("call %v %v", got, err)
+	}
+	if _, err := c.CallTool(context.Background(), "a_panic", Query{}, nil); err == nil {
+		t.Fatal("panic not turned into an error")
+	}
+	var unknown ErrUnknownTool
+	if _, err := c.CallTool(context.Background(), "nope", Query{}, nil); !errors.As(err, &unknown) {
+		t.Fatalf("unknown: %v", err)
+	}
+}
