@@ -52,6 +52,11 @@ func New() *Server {
 	mux.HandleFunc("POST /v1/chat/completions", s.openai)
 	mux.HandleFunc("POST /v1/messages", s.anthropic)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		if s.Record {
+			s.mu.Lock()
+			s.reqs = append(s.reqs, Request{Path: r.URL.Path, Header: r.Header.Clone()})
+			s.mu.Unlock()
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"object":"list","data":[{"id":"fake-model","object":"model","created":0,"owned_by":"fake"}]}`)
 	})
