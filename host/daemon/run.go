@@ -17,6 +17,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/dashboard"
 	"github.com/metaclaw-go/metaclaw/host/logging"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -103,7 +104,8 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	var info Info
 	popts := ProxyOptions(cfg, c, log.With().Str("part", "proxy").Logger())
 	popts.Status = func(ctx context.Context) any { return BuildStatus(ctx, cfg, c, info) }
-	popts.Routes = routes
+	popts.Routes = append(routes, dashboard.Routes(st, c)...)
+	popts.PublicRoutes = dashboard.Public()
 	px, err := proxy.New(popts)
 	if err != nil {
 		c.Close()

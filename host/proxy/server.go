@@ -50,6 +50,9 @@ type Options struct {
 	// Routes are extra endpoints served behind the proxy's auth (memory API,
 	// dashboard API), each also under /a/<agent-id>/.
 	Routes []Route
+	// PublicRoutes are served without auth (the dashboard's static page,
+	// which holds no data: its data calls go through Routes).
+	PublicRoutes []Route
 }
 
 // Route is an extra endpoint. Pattern is a ServeMux pattern such as
@@ -124,6 +127,9 @@ func (s *Server) routes() {
 			pattern := strings.TrimSpace(method + " " + prefix + path)
 			s.mux.HandleFunc(pattern, s.authByHeaders(rt.Handler))
 		}
+	}
+	for _, rt := range s.o.PublicRoutes {
+		s.mux.HandleFunc(rt.Pattern, rt.Handler)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		api := clientAPIFromHeaders(r)

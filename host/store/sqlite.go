@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -365,3 +366,53 @@ func (s *SQLite) Writer() *sql.DB { return s.w }
 
 // Reader is the read pool.
 func (s *SQLite) Reader() *sql.DB { return s.r }
+
+// RecentTurns implements Store.
+func (s *SQLite) RecentTurns(ctx context.Context, limit int) ([]TurnSummary, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, created_at, agent, session_id, turn_index, turn_type, model, status, latency_ms,
+       input_tokens, output_tokens, injected, injected_tokens FROM turns ORDER BY id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("recent turns: %w", err)
+	}
+	defer rows.Close()
+	var out []TurnSummary
+	for rows.Next() {
+		var t TurnSummary
+		var at int64
+		var injected string
+		if err := rows.Scan(&t.ID, &at, &t.Agent, &t.SessionID, &t.TurnIndex, &t.TurnType, &t.Model, &t.Status, &t.LatencyMS,
+			&t.InputTokens, &t.OutputTokens, &injected, &t.InjectedTokens); err != nil {
+			return nil, fmt.Errorf("recent turns: %w", err)
+		}
+		t.At = time.UnixMilli(at)
+		_ = json.Unmarshal([]byte(injected), &t.Injected)
+		if t.Injected == nil {
+			t.Injected = []string{}
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Activity implements Store.
+func (s *SQLite) Activity(ctx context.Context, since time.Time) ([]ActivityBucket, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, agent,
+       COUNT(*), COUNT(DISTINCT session_id), COALESCE(SUM(injected_tokens), 0)
+FROM turns WHERE created_at >= ? GROUP BY day, agent ORDER BY day, agent`, ms(since))
+	if err != nil {
+		return nil, fmt.Errorf("activity: %w", err)
+	}
+	defer rows.Close()
+	var out []ActivityBucket
+	for rows.Next() {
+		var b ActivityBucket
+		if err := rows.Scan(&b.Day, &b.Agent, &b.Turns, &b.Sessions, &b.InjectedTokens); err != nil {
+			return nil, fmt.Errorf("activity: %w", err)
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}

@@ -230,3 +230,33 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("extractor %+v", x)
 	}
 }
+
+func TestRecentTurnsAndActivity(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	day1 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	day2 := day1.Add(24 * time.Hour)
+	turns := []*Turn{
+		{SessionID: "a1", Agent: "main", TurnType: "main", RequestJSON: "{}", Status: 200, InjectedJSON: `["skill:x@1"]`, InjectedTokens: 30, CreatedAt: day1},
+		{SessionID: "a1", Agent: "main", TurnType: "main", RequestJSON: "{}", Status: 200, InjectedTokens: 10, CreatedAt: day1.Add(time.Hour)},
+		{SessionID: "b1", Agent: "coder", TurnType: "side", RequestJSON: "{}", Status: 502, CreatedAt: day2},
+	}
+	if err := s.RecordTurns(ctx, turns); err != nil {
+		t.Fatal(err)
+	}
+	recent, err := s.RecentTurns(ctx, 2)
+	if err != nil || len(recent) != 2 || recent[0].Agent != "coder" || recent[1].InjectedTokens != 10 {
+		t.Fatalf("recent %+v %v", recent, err)
+	}
+	all, _ := s.RecentTurns(ctx, 10)
+	if len(all[2].Injected) != 1 || all[2].Injected[0] != "skill:x@1" {
+		t.Fatalf("injected ids %+v", all[2])
+	}
+	act, err := s.Activity(ctx, day1.Add(-time.Hour))
+	if err != nil || len(act) != 2 {
+		t.Fatalf("activity %+v %v", act, err)
+	}
+	if act[0].Day != "2026-11-28" || act[0].Agent != "main" || act[0].Turns != 2 || act[0].Sessions != 1 || act[0].InjectedTokens != 40 {
+		t.Fatalf("bucket %+v", act[0])
+	}
+}

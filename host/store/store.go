@@ -98,12 +98,43 @@ type Store interface {
 	// RequeueRunning returns jobs left running by a crash to pending.
 	RequeueRunning(ctx context.Context) (int, error)
 
+	// RecentTurns lists the newest turns, newest first (dashboard, CLI).
+	RecentTurns(ctx context.Context, limit int) ([]TurnSummary, error)
+	// Activity counts turns and injected tokens per day and agent since a time.
+	Activity(ctx context.Context, since time.Time) ([]ActivityBucket, error)
+
 	// RecordUsage notes tokens the layer spent on its own LLM calls.
 	RecordUsage(ctx context.Context, u Usage) error
 	// UsageByPurpose sums recorded usage per purpose.
 	UsageByPurpose(ctx context.Context) (map[string]UsageTotal, error)
 
 	Close() error
+}
+
+// TurnSummary is a turn without its bodies.
+type TurnSummary struct {
+	ID             int64     `json:"id"`
+	At             time.Time `json:"at"`
+	Agent          string    `json:"agent"`
+	SessionID      string    `json:"session_id"`
+	TurnIndex      int       `json:"turn_index"`
+	TurnType       string    `json:"turn_type"`
+	Model          string    `json:"model"`
+	Status         int       `json:"status"`
+	LatencyMS      int64     `json:"latency_ms"`
+	InputTokens    int       `json:"input_tokens"`
+	OutputTokens   int       `json:"output_tokens"`
+	Injected       []string  `json:"injected"`
+	InjectedTokens int       `json:"injected_tokens"`
+}
+
+// ActivityBucket is one day of one agent's turns (day in UTC, YYYY-MM-DD).
+type ActivityBucket struct {
+	Day            string `json:"day"`
+	Agent          string `json:"agent"`
+	Turns          int    `json:"turns"`
+	Sessions       int    `json:"sessions"`
+	InjectedTokens int    `json:"injected_tokens"`
 }
 
 // Usage is one LLM call made by the layer itself.

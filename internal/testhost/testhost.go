@@ -71,6 +71,24 @@ func Start(t testing.TB, o Options) *Host {
 		Core: h.Core, Log: zerolog.Nop(), UpstreamAPI: o.UpstreamAPI, UpstreamBase: base,
 		UpstreamKey: "sk-upstream-test", UpstreamTimeout: 10 * time.Second, Routes: routes,
 	}
+	// The daemon's status shape, from the core (testhost cannot import the
+	// daemon: the daemon imports the packages whose tests use testhost).
+	po.Status = func(ctx context.Context) any {
+		st, err := h.Core.Stats(ctx)
+		out := map[string]any{
+			"ok": err == nil, "running": true, "version": "test", "mode": "auto", "uptime_seconds": 0,
+			"counts": map[string]any{
+				"turns": st.Turns, "sessions": st.Sessions, "open_sessions": st.OpenSessions, "injected_tokens": st.InjectedTokens,
+				"skills": st.Learned["skills"], "memories": st.Learned["memories"], "memory_pending_turns": st.Learned["memory_pending_turns"],
+				"pending_turns": st.QueuedTurns,
+			},
+			"jobs":              map[string]any{"pending": st.PendingJobs, "failed": st.FailedJobs},
+			"rl":                map[string]any{"state": "inactive", "reason": "test host"},
+			"context_providers": st.Providers,
+			"llm_usage":         st.Usage,
+		}
+		return out
+	}
 	if o.Mutate != nil {
 		o.Mutate(&po)
 	}

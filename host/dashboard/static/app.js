@@ -1,0 +1,346 @@
+// MetaClaw dashboard: vanilla JS, no dependencies. Everything shown comes
+// from the host's JSON API; text is always set with textContent (skills and
+// memories are partly written by an LLM and must never become markup).
+"use strict";
+
+const KEY = "metaclaw.proxyKey";
+const $ = (sel, root = document) => root.querySelector(sel);
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+class AuthError extends Error {}
+
+async function api(path, opts = {}) {
+  const headers = { "Content-Type": "application/json" };
+  const key = localStorage.getItem(KEY);
+  if (key) headers["Authorization"] = "Bearer " + key;
+  const res = await fetch(path, { ...opts, headers: { ...headers, ...(opts.headers || {}) } });
+  if (res.status === 401) throw new AuthError("the proxy key is missing or wrong");
+  const text = await res.text();
+  let body = null;
+  try { body = text ? JSON.parse(text) : null; } catch { body = { raw: text }; }
+  if (!res.ok) {
+    const msg = (body && body.error && (body.error.message || body.error)) || res.statusText;
+    throw new Error(`${res.status}: ${msg}`);
+  }
+  return body;
+}
+
+function showLogin(message) {
+  $("#login").hidden = false;
+  $("#login-error").textContent = message || "";
+  $("#login-key").focus();
+}
+
+$("#login-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  localStorage.setItem(KEY, $("#login-key").value.trim());
+  try {
+    await api("/v1/status");
+    $("#login").hidden = true;
+    start();
+  } catch (e) {
+    showLogin(e.message);
+  }
+});
+
+function flash(msg, isError) {
+  const s = $("#status-line");
+  s.textContent = msg;
+  s.className = isError ? "error" : "";
+}
+
+async function guarded(fn) {
+  try { await fn(); }
+  catch (e) {
+    if (e instanceof AuthError) showLogin(e.message);
+    else flash(e.message, true);
+  }
+}
+
+// ---- tabs and keyboard ----
+const tabs = ["skills", "memories", "activity"];
+const loaders = {};
+function selectTab(name) {
+  for (const t of tabs) {
+    const on = t === name;
+    $("#tab-" + t).setAttribute("aria-selected", on);
+    $("#tab-" + t).tabIndex = on ? 0 : -1;
+    $("#" + t).hidden = !on;
+  }
+  location.hash = name;
+  guarded(loaders[name]);
+}
+document.querySelectorAll("nav button").forEach((b) => b.addEventListener("click", () => selectTab(b.dataset.tab)));
+
+// A list whose items can be moved through with j/k and opened with Enter.
+function listNav(list, open) {
+  list.addEventListener("keydown", (ev) => {
+    const items = [...list.children];
+    const i = items.indexOf(document.activeElement);
+    if (ev.key === "j" || ev.key === "ArrowDown") { items[Math.min(i + 1, items.length - 1)]?.focus(); ev.preventDefault(); }
+    if (ev.key === "k" || ev.key === "ArrowUp") { items[Math.max(i - 1, 0)]?.focus(); ev.preventDefault(); }
+    if (ev.key === "Enter" && i >= 0) open(items[i]);
+  });
+}
+
+document.addEventListener("keydown", (ev) => {
+  const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
+  if (typing) { if (ev.key === "Escape") document.activeElement.blur(); return; }
+  if (ev.key >= "1" && ev.key <= "3") selectTab(tabs[Number(ev.key) - 1]);
+  if (ev.key === "/") {
+    const current = tabs.find((t) => !$("#" + t).hidden);
+    const box = current === "skills" ? $("#skills-q") : current === "memories" ? $("#mem-q") : null;
+    if (box) { box.focus(); ev.preventDefault(); }
+  }
+  if (ev.key === "j" || ev.key === "k") {
+    const current = tabs.find((t) => !$("#" + t).hidden);
+    const list = current === "skills" ? $("#skills-list") : current === "memories" ? $("#mem-list") : null;
+    if (list && list.firstElementChild && !list.contains(document.activeElement)) list.firstElementChild.focus();
+  }
+});
+
+function debounce(fn, ms) {
+  let t;
+  return (...a) => { clearTimeout(t); t = setTimeout(() => fn(...a), ms); };
+}
+
+// ---- charts (SVG, no library) ----
+const palette = ["#2b6cb0", "#2f855a", "#b7791f", "#c53030", "#6b46c1", "#2c7a7b", "#b83280", "#4a5568"];
+const SVGNS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+function barChart(target, labels, series, legend) {
+  target.replaceChildren();
+  const W = target.clientWidth || 800, H = target.clientHeight || 220, pad = 32;
+  target.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  const totals = labels.map((_, i) => series.reduce((s, x) => s + x.values[i], 0));
+  const realMax = Math.max(0, ...totals);
+  const max = Math.max(1, realMax);
+  const bw = (W - pad * 2) / Math.max(1, labels.length);
+  labels.forEach((label, i) => {
+    let y = H - pad;
+    series.forEach((s, si) => {
+      const h = (s.values[i] / max) * (H - pad * 2);
+      if (h > 0) {
+        const r = svg("rect", { x: pad + i * bw + 1, y: y - h, width: Math.max(1, bw - 2), height: h, fill: palette[si % palette.length] });
+        const title = svg("title", {});
+        title.textContent = `${label} ${s.name}: ${s.values[i]}`;
+        r.append(title);
+        target.append(r);
+      }
+      y -= h;
+    });
+    if (labels.length <= 31 && (i % Math.ceil(labels.length / 10) === 0)) {
+      const t = svg("text", { x: pad + i * bw + bw / 2, y: H - pad + 14, "text-anchor": "middle" });
+      t.textContent = label.slice(5);
+      target.append(t);
+    }
+  });
+  const t = svg("text", { x: 4, y: pad - 8 });
+  t.textContent = `max ${realMax}`;
+  target.append(t);
+  if (legend) {
+    legend.replaceChildren();
+    series.forEach((s, si) => legend.append(el("span", { class: "swatch c" + (si % palette.length) }), s.name));
+  }
+}
+
+function lineChart(target, values) {
+  target.replaceChildren();
+  const W = target.clientWidth || 800, H = target.clientHeight || 220, pad = 32;
+  target.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  if (!values.length) {
+    const t = svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle" });
+    t.textContent = "no turns yet";
+    target.append(t);
+    return;
+  }
+  const realMax = Math.max(...values);
+  const max = Math.max(1, realMax);
+  const step = (W - pad * 2) / Math.max(1, values.length - 1);
+  const pts = values.map((v, i) => `${pad + i * step},${H - pad - (v / max) * (H - pad * 2)}`).join(" ");
+  target.append(svg("polyline", { points: pts, fill: "none", stroke: palette[0], "stroke-width": 2 }));
+  const t = svg("text", { x: 4, y: pad - 8 });
+  t.textContent = `max ${realMax} tokens`;
+  target.append(t);
+}
+
+// ---- activity ----
+loaders.activity = async () => {
+  const [status, act, recent] = await Promise.all([api("/v1/status"), api("/v1/activity?days=30"), api("/v1/turns/recent?limit=200")]);
+  const cards = $("#status-cards");
+  cards.replaceChildren();
+  const card = (label, value) => cards.append(el("div", { class: "card" }, el("b", {}, value), label));
+  const c = status.counts || {};
+  card("turns", c.turns ?? 0);
+  card("sessions", c.sessions ?? 0);
+  card("skills", c.skills ?? 0);
+  card("memories", c.memories ?? 0);
+  card("injected tokens", c.injected_tokens ?? 0);
+  card("pending jobs", (status.jobs || {}).pending ?? 0);
+
+  const days = [];
+  const start = new Date(act.since + "T00:00:00Z");
+  for (let i = 0; i < act.days; i++) days.push(new Date(start.getTime() + i * 86400000).toISOString().slice(0, 10));
+  const agents = [...new Set(act.buckets.map((b) => b.agent))].sort();
+  const series = agents.map((a) => ({ name: a, values: days.map((d) => (act.buckets.find((b) => b.day === d && b.agent === a) || { turns: 0 }).turns) }));
+  barChart($("#chart-turns"), days, series, $("#legend-turns"));
+  lineChart($("#chart-injected"), recent.turns.slice().reverse().map((t) => t.injected_tokens));
+
+  const tbody = $("#usage tbody");
+  tbody.replaceChildren();
+  const usage = Object.entries(act.llm_usage || {});
+  if (!usage.length) tbody.append(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "no calls yet")));
+  for (const [purpose, u] of usage) tbody.append(el("tr", {}, el("td", {}, purpose), el("td", {}, u.calls), el("td", {}, u.failed), el("td", {}, u.input_tokens), el("td", {}, u.output_tokens)));
+  $("#rl-state").textContent = status.rl ? `${status.rl.state}: ${status.rl.reason}` : "";
+  flash(`${status.version} · mode ${status.mode} · up ${Math.round(status.uptime_seconds)} s`);
+};
+
+// ---- skills ----
+let selectedSkill = null;
+loaders.skills = async () => {
+  const q = $("#skills-q").value.trim();
+  const status = $("#skills-status").value;
+  const params = new URLSearchParams();
+  if (q) params.set("q", q);
+  if (status) params.set("status", status);
+  const data = await api("/v1/skills?" + params);
+  const list = $("#skills-list");
+  list.replaceChildren();
+  const skills = data.skills || [];
+  if (!skills.length) list.append(el("li", { class: "muted" }, q ? "no skill matches" : "no skills yet: run metaclaw skills install-bank"));
+  for (const s of skills) {
+    const li = el("li", { tabindex: 0, role: "option", "data-name": s.name, "aria-selected": s.name === selectedSkill },
+      s.name, el("span", { class: "badge " + (s.status || "active") }, s.status || "active"), el("span", { class: "sub" }, s.description || ""));
+    li.addEventListener("click", () => guarded(() => openSkill(s.name)));
+    list.append(li);
+  }
+};
+
+async function openSkill(name) {
+  selectedSkill = name;
+  document.querySelectorAll("#skills-list li").forEach((li) => li.setAttribute("aria-selected", li.dataset.name === name));
+  const [data, hist] = await Promise.all([api("/v1/skills/" + encodeURIComponent(name)), api("/v1/skills/" + encodeURIComponent(name) + "/history").catch(() => ({ history: [] }))]);
+  const s = data.skill || data;
+  const view = $("#skill-view");
+  const act = (verb) => guarded(async () => {
+    await api(`/v1/skills/${encodeURIComponent(name)}/${verb}`, { method: "POST", body: "{}" });
+    flash(`${verb}: ${name}`);
+    await loaders.skills();
+    await openSkill(name);
+  });
+  const actions = el("div", { class: "actions" });
+  if (s.status === "pending") {
+    actions.append(el("button", { class: "primary", onclick: () => act("approve") }, "Approve"), el("button", { class: "danger", onclick: () => act("reject") }, "Reject"));
+  }
+  if (s.status === "disabled") actions.append(el("button", { onclick: () => act("enable") }, "Enable"));
+  else if (s.status !== "pending") actions.append(el("button", { onclick: () => act("disable") }, "Disable"));
+  const history = el("ul", {});
+  for (const h of hist.history || []) history.append(el("li", {}, `generation ${h.generation ?? "?"} · ${h.at || h.changed_at || h.time || ""} · ${h.reason || h.source || h.action || ""}`));
+  view.replaceChildren(
+    el("h2", {}, s.name, el("span", { class: "badge " + (s.status || "active") }, s.status || "active")),
+    el("p", {}, s.description || ""),
+    el("p", { class: "muted" }, [s.category, (s.tags || []).join(", "), s.agents && s.agents.length ? "agents: " + s.agents.join(", ") : "", "generation " + (s.generation ?? 1), s.source || ""].filter(Boolean).join(" · ")),
+    actions,
+    el("pre", {}, s.body || ""),
+    el("h3", {}, "History"),
+    history,
+  );
+}
+
+$("#skills-q").addEventListener("input", debounce(() => guarded(loaders.skills), 200));
+$("#skills-status").addEventListener("change", () => guarded(loaders.skills));
+listNav($("#skills-list"), (li) => li.dataset.name && guarded(() => openSkill(li.dataset.name)));
+
+// ---- memories ----
+let selectedMemory = null;
+const memID = (m) => m.memory_id || m.id;
+loaders.memories = async () => {
+  const q = $("#mem-q").value.trim();
+  const scope = $("#mem-scope").value.trim();
+  const params = new URLSearchParams({ limit: "50" });
+  if (q) params.set("q", q);
+  if (scope) params.set("scope", scope);
+  const data = await api((q ? "/v1/memory/search?" : "/v1/memory/list?") + params);
+  const items = data.memories || data.results || data.units || [];
+  const list = $("#mem-list");
+  list.replaceChildren();
+  if (!items.length) list.append(el("li", { class: "muted" }, q ? "no memory matches" : "no memories yet"));
+  for (const m of items) {
+    const li = el("li", { tabindex: 0, role: "option", "data-id": memID(m), "aria-selected": memID(m) === selectedMemory },
+      m.content || m.text || "", el("span", { class: "sub" }, `${m.type || m.memory_type || ""} · ${m.scope || m.scope_id || ""}`));
+    li.addEventListener("click", () => guarded(() => openMemory(memID(m))));
+    list.append(li);
+  }
+  const recent = await api("/v1/turns/recent?limit=20");
+  const tbody = $("#recent-turns tbody");
+  tbody.replaceChildren();
+  for (const t of recent.turns) {
+    tbody.append(el("tr", {}, el("td", {}, new Date(t.at).toLocaleString()), el("td", {}, t.agent), el("td", {}, t.session_id), el("td", {}, `${t.turn_type} #${t.turn_index}`),
+      el("td", {}, t.status), el("td", {}, t.injected.join(", ") || "—"), el("td", {}, t.injected_tokens)));
+  }
+};
+
+async function openMemory(id) {
+  selectedMemory = id;
+  document.querySelectorAll("#mem-list li").forEach((li) => li.setAttribute("aria-selected", li.dataset.id === String(id)));
+  const data = await api("/v1/memory/" + encodeURIComponent(id));
+  const m = data.memory || data;
+  const view = $("#mem-view");
+  const text = el("textarea", { rows: 4, "aria-label": "Memory text" });
+  text.value = m.content || m.text || "";
+  const save = () => guarded(async () => {
+    await api("/v1/memory/" + encodeURIComponent(id), { method: "PATCH", body: JSON.stringify({ content: text.value }) });
+    flash("saved");
+    await loaders.memories();
+    await openMemory(id);
+  });
+  const forget = () => guarded(async () => {
+    if (!confirm("Forget this memory? An audit record is kept.")) return;
+    await api("/v1/memory/forget", { method: "POST", body: JSON.stringify({ memory_id: id }) });
+    flash("forgotten");
+    selectedMemory = null;
+    view.replaceChildren(el("p", { class: "muted" }, "Forgotten."));
+    await loaders.memories();
+  });
+  view.replaceChildren(
+    el("h2", {}, `${m.type || m.memory_type || "memory"}`, el("span", { class: "badge " + (m.status || "") }, m.status || "active")),
+    text,
+    el("div", { class: "actions" }, el("button", { class: "primary", onclick: save }, "Save"), el("button", { class: "danger", onclick: forget }, "Forget")),
+    el("p", { class: "muted" }, [`scope ${m.scope || m.scope_id || ""}`, m.importance != null ? `importance ${m.importance}` : "", m.confidence != null ? `confidence ${m.confidence}` : "",
+      (m.entities || m.tags || []).join(", "), m.session_id ? `from session ${m.session_id}` : "", m.created_at ? `created ${m.created_at}` : "", m.updated_at ? `updated ${m.updated_at}` : ""].filter(Boolean).join(" · ")),
+  );
+}
+
+$("#mem-q").addEventListener("input", debounce(() => guarded(loaders.memories), 200));
+$("#mem-scope").addEventListener("change", () => guarded(loaders.memories));
+listNav($("#mem-list"), (li) => li.dataset.id && guarded(() => openMemory(li.dataset.id)));
+
+function start() {
+  const initial = tabs.includes(location.hash.slice(1)) ? location.hash.slice(1) : "activity";
+  selectTab(initial);
+}
+
+guarded(async () => {
+  try {
+    await api("/v1/status");
+    start();
+  } catch (e) {
+    if (e instanceof AuthError) showLogin();
+    else throw e;
+  }
+});
