@@ -7,8 +7,9 @@ export CGO_ENABLED ?= 0
 
 .PHONY: build run test test-short vet fuzz bench clean
 
-build: ## bin/metaclaw, a static binary
+build: ## bin/metaclaw, a static binary (and the reference embedder sub-plugin)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/metaclaw
+	$(GO) build -trimpath -ldflags '-s -w' -o bin/metaclaw-embedder-ref ./cmd/metaclaw-embedder-ref
 
 run: build ## the main job: the host in the foreground with the user's config
 	./$(BIN) start --foreground

@@ -39,6 +39,7 @@ type Config struct {
 	WeChat     WeChat     `yaml:"wechat"`
 	OpenRouter OpenRouter `yaml:"openrouter"`
 	Log        Log        `yaml:"log"`
+	Plugins    Plugins    `yaml:"plugins"`
 
 	// Home is the state dir the config was loaded for ($METACLAW_HOME).
 	Home string `yaml:"-"`
@@ -210,6 +211,14 @@ type OpenRouter struct {
 	Route          string   `yaml:"route" default:"fallback" enum:"fallback,price,throughput,latency" status:"legacy" desc:"OpenRouter provider routing."`
 	FallbackModels []string `yaml:"fallback_models" status:"legacy" desc:"OpenRouter fallback models (list or comma-separated string)."`
 	DataPolicy     string   `yaml:"data_policy" enum:"allow,deny" alias:"=" status:"legacy" desc:"OpenRouter data collection policy."`
+}
+
+// Plugins configures out-of-process sub-plugins (hashicorp/go-plugin).
+type Plugins struct {
+	Dir                string `yaml:"dir" default:"$METACLAW_HOME/plugins" check:"path" desc:"Directory searched for sub-plugin executables named metaclaw-<kind>-<name>."`
+	Embedder           string `yaml:"embedder" desc:"Embedder shared by skills and memory: empty = each uses its own default; hashing = the built-in hashing embedder; a name = <plugins.dir>/metaclaw-embedder-<name>; a path = that plugin executable."`
+	CallTimeoutSeconds int    `yaml:"call_timeout_seconds" default:"30" min:"1" desc:"Deadline of each call to a sub-plugin, seconds."`
+	MaxRestarts        int    `yaml:"max_restarts" default:"5" min:"0" desc:"Relaunches of a crashed sub-plugin allowed within 10 minutes before it is disabled; 0 = never relaunch."`
 }
 
 // Log configures the daemon log.

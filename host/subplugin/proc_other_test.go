@@ -1,0 +1,7 @@
+//go:build !unix
+
+package subplugin
+
+import "testing"
+
+func waitGone(testing.TB, int) {}
