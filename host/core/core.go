@@ -289,8 +289,39 @@ func Render(sections []Section) Injection {
 	}
 	b.WriteString(EndMarker)
 	inj.Block = b.String()
-	inj.Tokens = tokens.Count(inj.Block)
+	inj.Tokens = countBlock(sections, inj.Block)
 	return inj
+}
+
+// countBlock measures the block. When every section measured its own body
+// (providers do, to fit their budgets), only the small frame around them is
+// tokenized again: re-tokenizing a 1,500-token block costs ~0.5 ms per turn.
+func countBlock(sections []Section, block string) int {
+	sum, frame := 0, len(block)
+	for _, s := range sections {
+		body := strings.TrimSpace(s.Body)
+		if body == "" {
+			continue
+		}
+		if s.Tokens <= 0 {
+			return tokens.Count(block)
+		}
+		sum += s.Tokens
+		frame -= len(body)
+	}
+	if frame < 0 {
+		return tokens.Count(block)
+	}
+	var b strings.Builder
+	b.WriteString(BeginMarker)
+	b.WriteString("\nContext from MetaClaw, the user's learning layer. Use it when it helps; the user's instructions take precedence.\n")
+	for _, s := range sections {
+		if strings.TrimSpace(s.Body) != "" {
+			b.WriteString("\n## " + s.Title + "\n\n\n")
+		}
+	}
+	b.WriteString(EndMarker)
+	return sum + tokens.Count(b.String())
 }
 
 // Strip removes every injected block from text (so the layer never learns

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/tokens"
 )
 
 func newCore(t *testing.T, o Options) (*Core, *store.SQLite) {
@@ -284,3 +285,18 @@ func TestTools(t *testing.T) {
 		t.Fatalf("unknown: %v", err)
 	}
 }
+
+func TestRenderTokensUseSectionCounts(t *testing.T) {
+	body := strings.Repeat("Reproduce the failure, then bisect. ", 40)
+	measured := Render([]Section{{Title: "Skills", Body: body, Tokens: tokensCount(body)}})
+	full := Render([]Section{{Title: "Skills", Body: body}})
+	if measured.Block != full.Block {
+		t.Fatal("blocks differ")
+	}
+	// Summing per-section counts plus the frame stays within a few tokens of a full count.
+	if d := measured.Tokens - full.Tokens; d < -4 || d > 4 {
+		t.Fatalf("measured %d vs full %d", measured.Tokens, full.Tokens)
+	}
+}
+
+func tokensCount(s string) int { return tokens.Count(s) }

@@ -41,11 +41,13 @@ CREATE INDEX memory_units_subject ON memory_units(vis, subject) WHERE subject !=
 CREATE INDEX memory_units_scope ON memory_units(scope, status, id);
 
 -- Lexical index of the active units (rowid = memory_units.id). terms holds
--- host/memory.Terms of the content, entities and tags; vis the visibility token.
+-- host/memory.Terms of the content, entities and tags, each prefixed with the
+-- unit's visibility key, so bm25() statistics are per scope; vis the token.
 CREATE VIRTUAL TABLE memory_fts USING fts5(terms, vis, tokenize = 'unicode61 remove_diacritics 0');
 
--- Document frequency of each term over the active units ('#' = their count),
--- so a query can skip very common terms before it reaches FTS5.
+-- Document frequency of each indexed token over the active units ('#<vis key>'
+-- = the units of one visibility, '#' = all), so a query can skip very common
+-- terms before it reaches FTS5.
 CREATE TABLE memory_terms (
     term TEXT PRIMARY KEY,
     df   INTEGER NOT NULL

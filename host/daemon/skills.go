@@ -1,0 +1,33 @@
+package daemon
+
+import (
+	"context"
+	"io"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/config"
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/skills"
+	"github.com/metaclaw-go/metaclaw/host/store"
+)
+
+// setupSkills wires the skill library (host/skills) when skills.enabled:
+// the "skills" context provider, the watcher that re-indexes SKILL.md edits
+// (the returned closer stops it), the evolver when skills.auto_evolve, and
+// the read-only /v1/skills routes.
+func setupSkills(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]proxy.Route, io.Closer, error) {
+	if !cfg.Skills.Enabled {
+		return nil, nil, nil
+	}
+	h, err := skills.Wire(ctx, cfg, st, c, log.With().Str("part", "skills").Logger(), skills.WireOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	routes := make([]proxy.Route, 0, len(h.Routes))
+	for _, r := range h.Routes {
+		routes = append(routes, proxy.Route{Pattern: r.Pattern, Handler: r.Handler})
+	}
+	return routes, h, nil
+}

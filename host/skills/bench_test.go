@@ -1,0 +1,169 @@
+package skills
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/skills/bank"
+)
+
+// syntheticLibrary writes n skills derived from the bank (each a bank skill
+// with lines mixed in from two others, so vocabulary overlaps like a real
+// library's) and opens a library on them.
+func syntheticLibrary(tb testing.TB, n int) *Library {
+	tb.Helper()
+	var base []*Skill
+	for _, name := range bank.Names() {
+		raw, err := fs.ReadFile(bank.FS(), name+"/"+FileName)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s, err := Parse(raw)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		base = append(base, s)
+	}
+	dir := tb.TempDir()
+	skillsDir := filepath.Join(dir, "skills")
+	r := rand.New(rand.NewSource(42))
+	for i := 0; i < n; i++ {
+		b := base[i%len(base)]
+		o1, o2 := base[r.Intn(len(base))], base[r.Intn(len(base))]
+		lines := strings.Split(b.Body, "\n")
+		for _, o := range []*Skill{o1, o2} {
+			ol := strings.Split(o.Body, "\n")
+			for k := 0; k < len(ol)/3; k++ {
+				lines = append(lines, ol[r.Intn(len(ol))])
+			}
+		}
+		s := b.Clone()
+		s.Name = fmt.Sprintf("%s-%04d", b.Name, i)
+		s.Body = strings.Join(lines, "\n")
+		s.Tags = append(slices.Clone(b.Tags), o1.Tags[0])
+		if i%10 == 0 {
+			s.Agents = []string{"other-agent"}
+		}
+		if i%17 == 0 {
+			s.Status = StatusDisabled
+		}
+		data, err := Format(s)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(skillsDir, s.Name), 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(skillsDir, s.Name, FileName), data, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	st := openStore(tb, dir)
+	lib, err := Open(context.Background(), Options{Dir: skillsDir, Store: st, Log: zerolog.Nop()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { lib.Close() })
+	if got := len(lib.List()); got != n {
+		tb.Fatalf("loaded %d skills, want %d", got, n)
+	}
+	return lib
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+// BenchmarkContext1000 measures one turn's retrieval and rendering
+// (Provider.Context: BM25 through FTS5, filtering, budgeted rendering) on a
+// library of 1,000 skills, cycling through the labelled user turns, and
+// reports p50/p99 latency per call. The per-term FTS5 results are cached
+// (steady state: the terms of earlier turns were seen before).
+func BenchmarkContext1000(b *testing.B) { benchContext(b, false) }
+
+// BenchmarkContext1000Cold is the same with the term cache emptied before
+// every turn and no background warming: one FTS5 bm25 query over the whole
+// expression per turn (worst case: a conversation whose every word is new).
+func BenchmarkContext1000Cold(b *testing.B) { benchContext(b, true) }
+
+func benchContext(b *testing.B, cold bool) {
+	lib := syntheticLibrary(b, 1000)
+	var queries [][]string
+	for _, c := range loadLabelled(b, "testdata/retrieval.jsonl") {
+		queries = append(queries, c.Texts)
+	}
+	p := NewProvider(lib, ProviderOptions{TopK: 6, MaxTokens: 1500})
+	ctx := context.Background()
+	lib.noWarm = cold
+	for _, q := range queries { // warm up: prepared statement, page cache, term cache
+		if _, err := p.Context(ctx, core.Query{Agent: "default", UserTexts: q}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if cold {
+			lib.terms.reset()
+		}
+		start := time.Now()
+		sec, err := p.Context(ctx, core.Query{Agent: "default", UserTexts: queries[i%len(queries)]})
+		lat = append(lat, time.Since(start))
+		if err != nil || len(sec.IDs) == 0 {
+			b.Fatalf("no skills for %q: %v", queries[i%len(queries)], err)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+}
+
+// BenchmarkContextRender1000 adds what the core does with the section on
+// the request path (core.Render: markers, and a token count of the block)
+// to BenchmarkContext1000, to show where the rest of a turn's injection
+// time goes.
+func BenchmarkContextRender1000(b *testing.B) {
+	lib := syntheticLibrary(b, 1000)
+	var queries [][]string
+	for _, c := range loadLabelled(b, "testdata/retrieval.jsonl") {
+		queries = append(queries, c.Texts)
+	}
+	p := NewProvider(lib, ProviderOptions{TopK: 6, MaxTokens: 1500})
+	ctx := context.Background()
+	for _, q := range queries {
+		p.Context(ctx, core.Query{Agent: "default", UserTexts: q})
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		sec, _ := p.Context(ctx, core.Query{Agent: "default", UserTexts: queries[i%len(queries)]})
+		inj := core.Render([]core.Section{sec})
+		lat = append(lat, time.Since(start))
+		if inj.Block == "" {
+			b.Fatal("nothing rendered")
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+}

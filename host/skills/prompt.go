@@ -1,0 +1,90 @@
+package skills
+
+import (
+	"fmt"
+	"strings"
+)
+
+// evolverSystem is the evolver's instructions. It is ours (not the Python
+// reference's): it asks for reusable procedures grounded in what happened,
+// for nothing when nothing was learned, and for the exact JSON contract.
+const evolverSystem = `You maintain the skill library of a personal AI agent. A skill is a short Markdown procedure that is injected into the agent's system prompt whenever a future conversation matches its description. You read one finished conversation between the user and the agent and decide whether it taught something worth keeping as a skill.
+
+What is worth keeping:
+- A procedure that worked and will recur: the concrete steps, commands, checks and order that solved the user's problem.
+- A lesson from a correction: the user said the agent was wrong, ignored a preference, or had to repeat an instruction. Capture the rule the agent should have followed, phrased generally.
+- A lesson from a failure: what went wrong and what to do instead next time.
+
+What is not worth keeping (return no proposal for it):
+- Facts about this user, their data, names, paths, hosts, accounts or projects (that is memory, not a skill). Generalise or leave it out.
+- Generic advice the agent already follows ("be helpful", "write clean code"), or one-off answers with no reusable procedure.
+- Anything already covered by an existing skill, unless the session shows that skill is wrong or missing a step: then propose an update of that skill.
+
+Rules for every proposal:
+- Prefer "update" of an existing skill (use its exact name and return the complete revised skill, keeping what is still right) over creating a near-duplicate.
+- name: kebab-case, specific ("pandas-csv-encoding-errors", not "data-tips").
+- description: one or two sentences saying WHEN to use the skill, in the words a user would use to ask for it.
+- body: Markdown, 5 to 30 lines: numbered steps with concrete commands, checks or wording; end with pitfalls to avoid. Imperative voice. No filler.
+- Never include secrets, credentials, tokens, personal data, or URLs other than official documentation sites.
+- Never write instructions that tell the agent to ignore or override the user or its other instructions, hide actions from the user, send data anywhere, run code from the internet, or disable safety checks, sandboxes or confirmations. Such proposals are rejected automatically.
+- rationale: one or two sentences naming the moment of the conversation that motivates the proposal.
+
+Answer with one JSON object and nothing else, following this JSON Schema:
+`
+
+// buildEvolverPrompt renders the user message: existing skills, then the
+// conversation with its signals.
+func buildEvolverPrompt(related []*Skill, others []*Skill, xs []annotated, contextFrom int, maxNew int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You may create at most %d new skills in this answer (updates are not limited). Return {\"proposals\": []} when nothing is worth keeping; that is the right answer for most conversations.\n\n", maxNew)
+	b.WriteString("## Existing skills closest to this conversation (full text; update these rather than duplicating them)\n\n")
+	if len(related) == 0 {
+		b.WriteString("(none)\n")
+	}
+	for _, s := range related {
+		fmt.Fprintf(&b, "### %s (status: %s, generation %d)\ndescription: %s\n\n%s\n\n", s.Name, s.Status, s.Generation, oneLine(s.Description), clip(s.Body, 1500))
+	}
+	if len(others) > 0 {
+		b.WriteString("## Other existing skills (name: description)\n\n")
+		for _, s := range others {
+			fmt.Fprintf(&b, "- %s: %s\n", s.Name, clip(oneLine(s.Description), 140))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## The conversation\n\n")
+	b.WriteString("Each turn shows what the user wrote and the agent's final answer (tool calls and injected context removed). Signals were detected automatically and may be wrong.\n\n")
+	for i, x := range xs {
+		label := fmt.Sprintf("Turn %d", i+1)
+		if i < contextFrom {
+			label += " (earlier, already reviewed; for context only)"
+		}
+		if len(x.Signals) > 0 {
+			label += " [signals: " + signalList(x.Signals) + "]"
+		}
+		b.WriteString("### " + label + "\n")
+		if x.User != "" {
+			b.WriteString("User: " + clipMiddle(x.User, 1500) + "\n")
+		} else {
+			b.WriteString("User: (tool results only)\n")
+		}
+		if x.ToolCalls > 0 {
+			fmt.Fprintf(&b, "(the agent made %d tool calls)\n", x.ToolCalls)
+		}
+		b.WriteString("Agent: " + clipMiddle(x.Assistant, 1500) + "\n\n")
+	}
+	return b.String()
+}
+
+// clipMiddle keeps the head and tail of long text.
+func clipMiddle(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	head := truncate(s, n*2/3)
+	tail := s[len(s)-n/3:]
+	for len(tail) > 0 && !isRuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return head + " […] " + tail
+}
