@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/metaclaw-go/metaclaw/host/version.Version=$(VERSION)
 export CGO_ENABLED ?= 0
 
-.PHONY: build run test test-short vet fuzz bench clean
+.PHONY: build run test test-short vet fuzz bench clean e2e-openclaw
 
 build: ## bin/metaclaw, a static binary (and the reference embedder sub-plugin)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/metaclaw
@@ -25,14 +25,19 @@ test: ## the whole suite
 test-short:
 	$(GO) test -count=1 ./...
 
-fuzz: ## a short run of every fuzz target
-	@for t in $$($(GO) test -list 'Fuzz.*' ./host/config/ | grep ^Fuzz); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 20s ./host/config/ || exit 1; done
-	@for t in $$($(GO) test -list 'Fuzz.*' ./host/wire/ | grep ^Fuzz); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 20s ./host/wire/ || exit 1; done
-	@for t in $$($(GO) test -list 'Fuzz.*' ./host/proxy/ | grep ^Fuzz); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 20s ./host/proxy/ || exit 1; done
+fuzz: ## a short run (FUZZTIME, default 20s) of every fuzz target in the module
+	@for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list 'Fuzz.*' $$pkg 2>/dev/null | grep ^Fuzz); do \
+	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(or $(FUZZTIME),20s) -fuzzminimizetime 5s $$pkg || exit 1; \
+	  done; \
+	done
 
 bench: ## proxy overhead vs a bare httputil.ReverseProxy, plus micro-benchmarks
 	$(GO) run ./tools/proxybench
-	$(GO) test -run '^$$' -bench . -benchmem ./host/proxy/ ./host/wire/ ./host/tokens/
+	$(GO) test -run '^$$' -bench . -benchmem ./host/proxy/ ./host/wire/ ./host/tokens/ ./host/skills/
+
+e2e-openclaw: ## opt-in: the real OpenClaw (npm, cached in ~/.cache/metaclaw-e2e) with the MetaClaw extension
+	./test/e2e/openclaw/run.sh
 
 clean:
 	rm -rf bin

@@ -21,6 +21,10 @@ $METACLAW_HOME/config.yaml, secrets in $METACLAW_HOME/secrets.yaml (0600).`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newSetupCmd(), newStartCmd(), newStopCmd(), newStatusCmd(), newConfigCmd(), newVersionCmd())
+	root.AddCommand(newPluginCmd(), newMCPCmd())
+	root.AddCommand(newSkillsCmd())
+	root.AddCommand(newMemoryCmd())
+	root.AddCommand(newWireCmd(), newUnwireCmd(), newDoctorCmd(), newUninstallCmd())
 	return root
 }
 

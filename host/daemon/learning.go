@@ -19,7 +19,7 @@ import (
 type part func(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]proxy.Route, io.Closer, error)
 
 // learningParts lists the components the host runs, in injection order.
-var learningParts = []part{}
+var learningParts = []part{setupSkills, setupMemory}
 
 // setupLearning runs every part; a part that fails to start is logged and
 // skipped, so the proxy still serves (fail open).

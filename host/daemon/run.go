@@ -106,6 +106,9 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	popts.Status = func(ctx context.Context) any { return BuildStatus(ctx, cfg, c, info) }
 	popts.Routes = append(routes, dashboard.Routes(st, c)...)
 	popts.PublicRoutes = dashboard.Public()
+	rpcStop := make(chan struct{}, 1)
+	rpcSrv := newRPCServer(cfg.Home, c, log, popts.Status, rpcStop)
+	popts.ResolveTrace = rpcSrv.ResolveTrace
 	px, err := proxy.New(popts)
 	if err != nil {
 		c.Close()
@@ -137,6 +140,8 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	closeRPC := listenRPC(cfg.Home, rpcSrv, log)
+	defer closeRPC()
 	log.Info().Str("addr", info.Addr).Str("mode", cfg.Mode).Str("version", version.Version).
 		Str("upstream", upstreamLabel(cfg)).Int("pid", info.PID).Msg("metaclaw host listening")
 	if !cfg.UpstreamConfigured() {
@@ -157,13 +162,16 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 		log.Info().Str("signal", s.String()).Msg("stopping")
 	case err := <-serveErr:
 		runErr = fmt.Errorf("proxy stopped: %w", err)
+	case <-rpcStop:
+		log.Info().Msg("stopping (shutdown over the rpc socket)")
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn().Err(err).Msg("in-flight requests did not finish in time")
 	}
-	c.Close() // persists every queued turn
+	closeRPC() // plugin calls finish before the core closes
+	c.Close()  // persists every queued turn
 	log.Info().Msg("stopped")
 	return runErr
 }

@@ -53,6 +53,9 @@ func (s *Server) chat(api wire.API) http.HandlerFunc {
 			writeError(w, api, http.StatusBadRequest, err.Error())
 			return
 		}
+		if s.o.ResolveTrace != nil {
+			s.applyTrace(r, &t.id)
+		}
 		w.Header().Set("X-Metaclaw-Session-Id", t.id.session)
 		if s.o.NotConfigured != "" {
 			writeError(w, api, http.StatusServiceUnavailable, s.o.NotConfigured)

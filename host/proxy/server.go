@@ -53,6 +53,14 @@ type Options struct {
 	// PublicRoutes are served without auth (the dashboard's static page,
 	// which holds no data: its data calls go through Routes).
 	PublicRoutes []Route
+	// ResolveTrace correlates a request with a client hook: given the trace
+	// id of the request's W3C traceparent, it returns the agent, session and
+	// turn type the hook registered (host/rpc trace.register). They fill in
+	// what the request does not say itself (no /a/<agent>/ or X-Agent-Id, no
+	// X-Session-Id, no X-Turn-Type). It is called for every request that
+	// carries a traceparent, so the hook side also learns the turn went
+	// through the proxy.
+	ResolveTrace func(traceID string) (agent, session, turnType string, ok bool)
 }
 
 // Route is an extra endpoint. Pattern is a ServeMux pattern such as

@@ -250,7 +250,11 @@ async function openSkill(name) {
   if (s.status === "disabled") actions.append(el("button", { onclick: () => act("enable") }, "Enable"));
   else if (s.status !== "pending") actions.append(el("button", { onclick: () => act("disable") }, "Disable"));
   const history = el("ul", {});
-  for (const h of hist.history || []) history.append(el("li", {}, `generation ${h.generation ?? "?"} · ${h.at || h.changed_at || h.time || ""} · ${h.reason || h.source || h.action || ""}`));
+  for (const h of hist.history || []) {
+    const when = h.at ? new Date(h.at).toLocaleString() : "";
+    history.append(el("li", {}, [h.action, `generation ${h.generation ?? "?"}`, when, h.source, h.reason].filter(Boolean).join(" · ")));
+  }
+  if (!(hist.history || []).length) history.append(el("li", { class: "muted" }, "no changes recorded"));
   view.replaceChildren(
     el("h2", {}, s.name, el("span", { class: "badge " + (s.status || "active") }, s.status || "active")),
     el("p", {}, s.description || ""),

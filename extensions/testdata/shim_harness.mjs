@@ -1,0 +1,35 @@
+// Drives index.mjs like OpenClaw does (tests only): register() three times
+// in different modes, then turn hooks on a discovery registration.
+const [, , shimPath, childPath, scenario] = process.argv;
+const { default: plugin } = await import(shimPath);
+const out = {};
+const regs = [];
+for (const mode of ["full", "discovery", "discovery"]) {
+  const handlers = {};
+  const api = {
+    registrationMode: mode,
+    pluginConfig: { timeoutMs: 300, home: process.env.TEST_HOME },
+    rootDir: process.env.TEST_HOME,
+    logger: { debug() {}, warn() {}, info() {} },
+    on: (name, fn) => { handlers[name] = fn; },
+    registerService: (svc) => { out.service = svc.id; },
+    registerTool: (factory, opts) => { handlers.__tools = factory; out.toolNames = opts.names; },
+  };
+  plugin.register(api);
+  regs.push(handlers);
+}
+out.hooks = Object.keys(regs[1]).filter((k) => !k.startsWith("__")).sort();
+out.toolsBeforeChild = regs[1].__tools({ agentId: "main" }).map((t) => t.name);
+const ev = { prompt: "hi", messages: [], systemPrompt: "x".repeat(50000), tools: [1, 2, 3] };
+const ctx = { runId: "run-1", agentId: "main", sessionId: "s1", trace: { traceId: "a".repeat(32) }, config: { big: true } };
+const t0 = Date.now();
+out.first = await regs[1].before_prompt_build(ev, ctx);
+out.firstMs = Date.now() - t0;
+out.dup = await regs[2].before_prompt_build(ev, ctx); // same run on another registration
+out.second = await regs[2].before_prompt_build(ev, { ...ctx, runId: "run-2" });
+await regs[1].agent_end({ messages: [{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "text", text: "yo" }] }], success: true }, ctx);
+await new Promise((r) => setTimeout(r, 100));
+const tools = regs[1].__tools({ agentId: "main", sessionId: "s1" });
+out.toolsAfterChild = tools.map((t) => t.name);
+if (scenario === "ok") out.toolResult = await tools[0].execute("call-1", { query: "tea" });
+console.log(JSON.stringify(out));

@@ -1,0 +1,31 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/config"
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/memory"
+	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/store"
+)
+
+// setupMemory wires the memory layer (host/memory): the "memory" provider,
+// ingestion every memory.ingest_every_turns main turns and at session end,
+// the memory_* tools and the /v1/memory/… routes. Its closer ingests what is
+// still pending at shutdown. With memory.sidecar_url the provider, ingestion
+// and routes use that host's memory; METACLAW_MEMORY_SIDECAR_KEY (default
+// proxy.api_key) authenticates to it.
+func setupMemory(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]proxy.Route, io.Closer, error) {
+	h, err := memory.Wire(ctx, cfg, st, c, log.With().Str("part", "memory").Logger(), memory.WireOptions{
+		SidecarKey: os.Getenv("METACLAW_MEMORY_SIDECAR_KEY"),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return h.Routes, h, nil
+}

@@ -1,0 +1,212 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/store"
+)
+
+// Benchmarks: retrieval + rendering (what the request path pays) at 10,000
+// and 100,000 units in one scope (the worst case: every unit competes), with
+// queries of three recent user messages; and ingestion throughput.
+//
+//	go test -run '^$' -bench 'Retrieve|Ingest' -benchtime 2000x ./host/memory/
+//
+// Each retrieval benchmark reports p50-µs and p99-µs per operation.
+
+var (
+	benchMu    sync.Mutex
+	benchDirs  []string
+	benchStore = map[int]*Store{}
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range benchDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
+// corpus makes pronounceable words with a Zipf-like frequency.
+type corpus struct {
+	words []string
+	zipf  *rand.Zipf
+	r     *rand.Rand
+}
+
+// newCorpus makes one vocabulary (always the same) sampled with seed.
+func newCorpus(seed int64) *corpus {
+	r := rand.New(rand.NewSource(1))
+	cons, vow := "bcdfghjklmnprstvwz", "aeiou"
+	seen := map[string]bool{}
+	var words []string
+	for len(words) < 6000 {
+		var b strings.Builder
+		for s := 0; s < 2+r.Intn(2); s++ {
+			b.WriteByte(cons[r.Intn(len(cons))])
+			b.WriteByte(vow[r.Intn(len(vow))])
+		}
+		if w := b.String(); !seen[w] && !stopEN[w] {
+			seen[w] = true
+			words = append(words, w)
+		}
+	}
+	r = rand.New(rand.NewSource(seed))
+	return &corpus{words: words, zipf: rand.NewZipf(r, 1.07, 3, uint64(len(words)-1)), r: r}
+}
+
+func (c *corpus) word() string { return c.words[c.zipf.Uint64()] }
+
+func (c *corpus) phrase(n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = c.word()
+	}
+	return strings.Join(ws, " ")
+}
+
+func (c *corpus) unit(scope string, now time.Time) Unit {
+	r := c.r
+	u := Unit{Scope: scope, Importance: 0.4 + 0.55*r.Float64(), Confidence: 0.6 + 0.35*r.Float64(), Mentions: 1 + r.Intn(3),
+		SaidAt: now.Add(-time.Duration(r.Intn(200*24)) * time.Hour), Origin: "bench"}
+	switch p := r.Intn(20); {
+	case p < 5:
+		u.Type, u.Content, u.Subject = Preference, "The user prefers "+c.phrase(3)+" for "+c.phrase(2+r.Intn(4))+".", "pref:"+c.word()
+	case p < 10:
+		u.Type, u.Content, u.Subject = Semantic, "The user's "+c.word()+" is "+c.phrase(2+r.Intn(6))+".", "fact:my "+c.word()
+	case p < 15:
+		u.Type, u.Content = ProjectState, "The team uses "+c.phrase(2)+" for the "+c.phrase(3+r.Intn(6))+"."
+	case p < 19:
+		u.Type, u.Content = Episodic, "Today the team shipped "+c.phrase(4+r.Intn(8))+"."
+	default:
+		u.Type, u.Content = WorkingSummary, "Session of 6 exchanges. Began with: “"+c.phrase(10)+"”. Ended with: “"+c.phrase(10)+"”."
+		u.Agent = "default"
+	}
+	u.LastSeenAt = u.SaidAt
+	u.Entities = []string{c.word(), c.word()}
+	return u
+}
+
+// query is three recent user messages, stop words included.
+func (c *corpus) query() []string {
+	out := make([]string, 3)
+	for i := range out {
+		out[i] = "Can you help me with the " + c.phrase(4+c.r.Intn(8)) + " and make sure it works with " + c.phrase(2+c.r.Intn(3)) + "?"
+	}
+	return out
+}
+
+// seeded returns a store holding n units in scope "user:bench" (built once per process).
+func seeded(b *testing.B, n int) *Store {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if s, ok := benchStore[n]; ok {
+		return s
+	}
+	dir, err := os.MkdirTemp("", "memory-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDirs = append(benchDirs, dir)
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, store.DBFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := Open(st, Options{})
+	c := newCorpus(1)
+	now := time.Now()
+	start := time.Now()
+	for done := 0; done < n; {
+		batch := make([]Unit, 0, 5000)
+		for len(batch) < cap(batch) && done < n {
+			batch = append(batch, c.unit("user:bench", now))
+			done++
+		}
+		if err := s.BulkInsert(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if os.Getenv("BENCH_NO_OPTIMIZE") == "" {
+		if err := s.Optimize(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("seeded %d units in %v", n, time.Since(start).Round(time.Millisecond))
+	benchStore[n] = s
+	return s
+}
+
+func benchRetrieve(b *testing.B, n int) {
+	s := seeded(b, n)
+	c := newCorpus(2)
+	queries := make([][]string, 256)
+	for i := range queries {
+		queries[i] = c.query()
+	}
+	ctx := context.Background()
+	// Warm the caches a query touches (the standing units of the scope).
+	if _, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[0]}); err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	empty := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		res, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[i%len(queries)]})
+		lat = append(lat, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Section.Body == "" {
+			empty++
+		}
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	if empty == b.N {
+		b.Fatal("every retrieval came back empty")
+	}
+}
+
+func BenchmarkRetrieve10k(b *testing.B)  { benchRetrieve(b, 10_000) }
+func BenchmarkRetrieve100k(b *testing.B) { benchRetrieve(b, 100_000) }
+
+// BenchmarkIngest measures learning throughput: batches of 16 turns (a mix
+// of statements the heuristic keeps and chatter it skips) extracted and
+// consolidated into a store of 10,000 units, one transaction per batch.
+func BenchmarkIngest(b *testing.B) {
+	s := seeded(b, 10_000)
+	c := newCorpus(3)
+	lines := []string{
+		"I prefer %s for %s.", "Always %s before %s.", "We use %s for the %s.", "My %s is %s.",
+		"Can you look at the %s in %s?", "Thanks, that fixed the %s %s.", "Remember that the %s is %s.", "Never %s on %s.",
+	}
+	ctx := context.Background()
+	const per = 16
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		turns := make([]Turn, per)
+		for j := range turns {
+			turns[j] = Turn{User: fmt.Sprintf(lines[c.r.Intn(len(lines))], c.phrase(2), c.phrase(2)), Assistant: "Sure: " + c.phrase(30)}
+		}
+		if _, err := s.Ingest(ctx, Batch{SessionID: fmt.Sprintf("b%d", i), Scope: "user:bench", Turns: turns}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*per)/time.Since(start).Seconds(), "turns/s")
+}

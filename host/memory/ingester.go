@@ -1,0 +1,458 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/transcript"
+)
+
+// Job kinds.
+const (
+	// JobIngest ingests a session's pending turns (payload IngestJob).
+	JobIngest = "memory_ingest"
+	// JobFlush runs at session end (core.OnSessionEnd): the rest of the
+	// session's turns and its working summary.
+	JobFlush = "memory_flush"
+)
+
+// IngestJob is the payload of JobIngest.
+type IngestJob struct {
+	SessionID string `json:"session_id"`
+	Final     bool   `json:"final,omitempty"`
+}
+
+// Sink is where batches go: the local Store, or a Remote memory.
+type Sink interface {
+	Ingest(ctx context.Context, b Batch) (IngestResult, error)
+}
+
+// Ingester feeds recorded turns to a Sink. The turns waiting for ingestion
+// are the recorded turns themselves; a per-session cursor (the last ingested
+// turn id, in memory_cursors) says where each session stands, so a crash or
+// restart loses nothing and, with the sources table, repeats nothing.
+type Ingester struct {
+	st    *store.SQLite
+	mem   *Store
+	sink  Sink
+	every int
+	side  bool
+	log   zerolog.Logger
+	// Enqueue schedules a durable JobIngest (core.Enqueue).
+	enqueue func(ctx context.Context, job IngestJob) error
+
+	mu     sync.Mutex
+	counts map[string]int // learnable turns per session since its last enqueue
+
+	// testHookInTx, when set, runs inside each batch's write transaction.
+	testHookInTx func()
+}
+
+// IngesterOptions configure an Ingester.
+type IngesterOptions struct {
+	// Sink receives batches; default the local store.
+	Sink Sink
+	// Every enqueues an ingest job every N learnable main turns of a session
+	// (memory.ingest_every_turns, default 5).
+	Every int
+	// SideTurns learns from side turns too (memory.ignore_turn_type).
+	SideTurns bool
+	// Enqueue schedules a durable job; nil ingests inline (tests, CLI).
+	Enqueue func(ctx context.Context, job IngestJob) error
+	Log     zerolog.Logger
+}
+
+// NewIngester returns an ingester reading turns from st.
+func NewIngester(st *store.SQLite, mem *Store, o IngesterOptions) *Ingester {
+	if o.Sink == nil {
+		o.Sink = mem
+	}
+	if o.Every <= 0 {
+		o.Every = 5
+	}
+	return &Ingester{st: st, mem: mem, sink: o.Sink, every: o.Every, side: o.SideTurns, log: o.Log, enqueue: o.Enqueue, counts: map[string]int{}}
+}
+
+// Register wires the ingester into the core: the turn listener, the ingest
+// job and the session-end flush. auto false registers the jobs only
+// (memory.manual_trigger, memory.auto_extract false).
+func (in *Ingester) Register(c *core.Core, auto bool) {
+	in.enqueue = func(ctx context.Context, job IngestJob) error {
+		return c.Enqueue(ctx, JobIngest, job, time.Time{})
+	}
+	c.HandleJobs(JobIngest, in.HandleIngest)
+	if auto {
+		c.OnTurn(in.OnTurn)
+		c.OnSessionEnd(JobFlush, in.HandleFlush)
+	}
+}
+
+func (in *Ingester) learnable(t store.Turn) bool {
+	if in.side {
+		return t.Status >= 200 && t.Status < 300
+	}
+	return transcript.Learnable(t)
+}
+
+// OnTurn is the core's turn listener. It runs on the recorder goroutine, so
+// it only counts; every N learnable turns of a session it enqueues a job.
+func (in *Ingester) OnTurn(ctx context.Context, t *store.Turn) {
+	if !in.learnable(*t) {
+		return
+	}
+	in.mu.Lock()
+	n := in.counts[t.SessionID] + 1
+	due := n >= in.every
+	if due {
+		delete(in.counts, t.SessionID)
+	} else {
+		if len(in.counts) >= 100000 {
+			clear(in.counts) // bounded: a lost count only delays ingestion to the session's end
+		}
+		in.counts[t.SessionID] = n
+	}
+	in.mu.Unlock()
+	if due && in.enqueue != nil {
+		if err := in.enqueue(ctx, IngestJob{SessionID: t.SessionID}); err != nil {
+			in.log.Error().Err(err).Str("session", t.SessionID).Msg("memory: could not enqueue ingestion; the session's end will ingest its turns")
+		}
+	}
+}
+
+// HandleIngest runs a JobIngest.
+func (in *Ingester) HandleIngest(ctx context.Context, payload json.RawMessage) error {
+	var job IngestJob
+	if err := json.Unmarshal(payload, &job); err != nil {
+		return fmt.Errorf("memory ingest job: %w", err)
+	}
+	if job.SessionID == "" {
+		_, _, err := in.IngestAll(ctx, job.Final)
+		return err
+	}
+	_, err := in.IngestSession(ctx, job.SessionID, job.Final)
+	return err
+}
+
+// HandleFlush runs at session end.
+func (in *Ingester) HandleFlush(ctx context.Context, payload json.RawMessage) error {
+	var se core.SessionEnd
+	if err := json.Unmarshal(payload, &se); err != nil {
+		return fmt.Errorf("memory flush job: %w", err)
+	}
+	in.mu.Lock()
+	delete(in.counts, se.SessionID)
+	in.mu.Unlock()
+	_, err := in.IngestSession(ctx, se.SessionID, true)
+	return err
+}
+
+// batchTurns bounds one batch (one transaction).
+const batchTurns = 64
+
+// maxBatches bounds one IngestSession call.
+const maxBatches = 1000
+
+type cursor struct {
+	last, summarized int64
+}
+
+func readCursor(ctx context.Context, q queryer, session string) (cursor, error) {
+	var c cursor
+	err := q.QueryRowContext(ctx, `SELECT last_turn_id, summarized_turn_id FROM memory_cursors WHERE session_id = ?`, session).Scan(&c.last, &c.summarized)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("memory: cursor %s: %w", session, err)
+	}
+	baseline, err := metaInt(ctx, q, "baseline_turn_id")
+	if err != nil {
+		return c, fmt.Errorf("memory: cursor: %w", err)
+	}
+	c.last = max(c.last, baseline)
+	return c, nil
+}
+
+// advance moves a session's cursor (never backwards) and the floor below
+// which no turn is pending.
+func advance(ctx context.Context, tx *sql.Tx, session string, last, summarized int64, side bool) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_cursors (session_id, last_turn_id, summarized_turn_id, updated_at) VALUES (?, ?, ?, ?)
+ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.last_turn_id),
+    summarized_turn_id = MAX(summarized_turn_id, excluded.summarized_turn_id), updated_at = excluded.updated_at`,
+		session, last, summarized, ms(time.Now())); err != nil {
+		return fmt.Errorf("memory: cursor: %w", err)
+	}
+	floor, err := pendingFloor(ctx, tx)
+	if err != nil {
+		return err
+	}
+	var first sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT MIN(t.id) FROM turns t WHERE t.id > ? AND `+learnableSQL(side)+`
+AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0)`, floor).Scan(&first); err != nil {
+		return fmt.Errorf("memory: floor: %w", err)
+	}
+	next := first.Int64 - 1
+	if !first.Valid {
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), ?) FROM turns`, floor).Scan(&next); err != nil {
+			return fmt.Errorf("memory: floor: %w", err)
+		}
+	}
+	if next > floor {
+		return setMeta(ctx, tx, "floor_turn_id", strconv.FormatInt(next, 10))
+	}
+	return nil
+}
+
+func learnableSQL(side bool) string {
+	if side {
+		return `t.status BETWEEN 200 AND 299`
+	}
+	return `t.turn_type = 'main' AND t.status BETWEEN 200 AND 299`
+}
+
+// pendingFloor is the turn id below which nothing is pending.
+func pendingFloor(ctx context.Context, q queryer) (int64, error) {
+	b, err := metaInt(ctx, q, "baseline_turn_id")
+	if err != nil {
+		return 0, fmt.Errorf("memory: floor: %w", err)
+	}
+	f, err := metaInt(ctx, q, "floor_turn_id")
+	if err != nil {
+		return 0, fmt.Errorf("memory: floor: %w", err)
+	}
+	return max(b, f), nil
+}
+
+// PendingTurns counts the learnable turns not yet ingested (all sessions).
+func PendingTurns(ctx context.Context, q queryer, side bool) (int, error) {
+	floor, err := pendingFloor(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	err = q.QueryRowContext(ctx, `SELECT COUNT(*) FROM turns t WHERE t.id > ? AND `+learnableSQL(side)+`
+AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0)`, floor).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("memory: pending turns: %w", err)
+	}
+	return n, nil
+}
+
+// Pending counts this ingester's pending turns.
+func (in *Ingester) Pending(ctx context.Context) (int, error) {
+	return PendingTurns(ctx, in.st.Reader(), in.side)
+}
+
+// turnsAfter reads up to n of a session's turns after id.
+func (in *Ingester) turnsAfter(ctx context.Context, session string, after int64, n int) ([]store.Turn, error) {
+	rows, err := in.st.Reader().QueryContext(ctx, `SELECT id, session_id, agent, turn_index, turn_type, status, request_json, response_text,
+    tool_calls, injected, memory_scope, created_at FROM turns WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`, session, after, n)
+	if err != nil {
+		return nil, fmt.Errorf("memory: read turns: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Turn
+	for rows.Next() {
+		var t store.Turn
+		var created int64
+		if err := rows.Scan(&t.ID, &t.SessionID, &t.Agent, &t.TurnIndex, &t.TurnType, &t.Status, &t.RequestJSON, &t.ResponseText,
+			&t.ToolCallsJSON, &t.InjectedJSON, &t.MemoryScope, &created); err != nil {
+			return nil, fmt.Errorf("memory: read turns: %w", err)
+		}
+		t.CreatedAt = time.UnixMilli(created)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// toTurn is what learning may read of a recorded turn: transcript.FromTurn's
+// user and assistant text (injected blocks stripped; system prompts and tool
+// output never included), redacted.
+func toTurn(host string, t store.Turn) Turn {
+	ex := transcript.FromTurn(t)
+	user, _ := Redact(ex.User)
+	asst, _ := Redact(ex.Assistant)
+	var injected []string
+	_ = json.Unmarshal([]byte(t.InjectedJSON), &injected)
+	return Turn{
+		Source: host + "/" + strconv.FormatInt(t.ID, 10), SessionID: t.SessionID, Scope: t.MemoryScope, Agent: t.Agent,
+		User: user, Assistant: asst, TurnID: t.ID, At: t.CreatedAt, Injected: injected,
+	}
+}
+
+// IngestSession ingests a session's pending turns, batch by batch; final
+// also writes its working summary.
+func (in *Ingester) IngestSession(ctx context.Context, session string, final bool) (IngestResult, error) {
+	var total IngestResult
+	host, err := in.mem.HostID(ctx)
+	if err != nil {
+		return total, err
+	}
+	_, local := in.sink.(*Store)
+	for range maxBatches {
+		cur, err := readCursor(ctx, in.st.Reader(), session)
+		if err != nil {
+			return total, err
+		}
+		turns, err := in.turnsAfter(ctx, session, cur.last, batchTurns)
+		if err != nil {
+			return total, err
+		}
+		if len(turns) == 0 {
+			break
+		}
+		last := turns[len(turns)-1].ID
+		b := Batch{SessionID: session}
+		for _, t := range turns {
+			if in.learnable(t) {
+				b.Turns = append(b.Turns, toTurn(host, t))
+			}
+		}
+		res, err := in.send(ctx, b, local, session, last, 0)
+		if err != nil {
+			return total, err
+		}
+		total.add(res)
+		if len(turns) < batchTurns {
+			break
+		}
+	}
+	if final {
+		res, err := in.summarize(ctx, session, host, local)
+		if err != nil {
+			return total, err
+		}
+		total.add(res)
+	}
+	return total, nil
+}
+
+// send delivers a batch and advances the cursor: in the batch's own
+// transaction for the local store; after the remote accepted it otherwise
+// (a crash in between resends it, and the remote skips what it has seen).
+func (in *Ingester) send(ctx context.Context, b Batch, local bool, session string, last, summarized int64) (IngestResult, error) {
+	if local {
+		b.after = func(ctx context.Context, tx *sql.Tx) error {
+			if in.testHookInTx != nil {
+				in.testHookInTx()
+			}
+			return advance(ctx, tx, session, last, summarized, in.side)
+		}
+		return in.sink.Ingest(ctx, b)
+	}
+	var res IngestResult
+	if len(b.Turns) > 0 || b.Final {
+		var err error
+		if res, err = in.sink.Ingest(ctx, b); err != nil {
+			return res, err
+		}
+	}
+	return res, in.mem.writeTx(ctx, func(tx *sql.Tx) error {
+		return advance(ctx, tx, session, last, summarized, in.side)
+	})
+}
+
+// summarize writes the working summary of a session when it has turns that
+// no summary covers yet.
+func (in *Ingester) summarize(ctx context.Context, session, host string, local bool) (IngestResult, error) {
+	cur, err := readCursor(ctx, in.st.Reader(), session)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	if cur.summarized >= cur.last {
+		return IngestResult{}, nil
+	}
+	rows, err := in.st.Reader().QueryContext(ctx, `SELECT id FROM turns WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT 1 OFFSET 29`, session, cur.last)
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("memory: summary turns: %w", err)
+	}
+	var from int64
+	if rows.Next() {
+		_ = rows.Scan(&from)
+		from--
+	}
+	rows.Close()
+	turns, err := in.turnsAfter(ctx, session, from, 30)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	b := Batch{SessionID: session, Final: true}
+	for _, t := range turns {
+		if t.ID <= cur.last && in.learnable(t) {
+			tt := toTurn(host, t)
+			tt.Source = "" // context only, not mined again
+			b.SummaryTurns = append(b.SummaryTurns, tt)
+		}
+	}
+	if len(b.SummaryTurns) == 0 {
+		return in.send(ctx, Batch{SessionID: session}, local, session, cur.last, cur.last)
+	}
+	return in.send(ctx, b, local, session, cur.last, cur.last)
+}
+
+// IngestAll ingests every session with pending turns (final: also write
+// summaries of ended sessions). It returns the sessions it touched.
+func (in *Ingester) IngestAll(ctx context.Context, final bool) (IngestResult, []string, error) {
+	var total IngestResult
+	floor, err := pendingFloor(ctx, in.st.Reader())
+	if err != nil {
+		return total, nil, err
+	}
+	rows, err := in.st.Reader().QueryContext(ctx, `SELECT DISTINCT t.session_id FROM turns t WHERE t.id > ? AND `+learnableSQL(in.side)+`
+AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0) LIMIT 10000`, floor)
+	if err != nil {
+		return total, nil, fmt.Errorf("memory: pending sessions: %w", err)
+	}
+	var sessions []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return total, nil, err
+		}
+		sessions = append(sessions, s)
+	}
+	rows.Close()
+	if final {
+		// Ended sessions whose summary is outstanding.
+		rows, err := in.st.Reader().QueryContext(ctx, `SELECT c.session_id FROM memory_cursors c JOIN sessions s ON s.id = c.session_id
+WHERE s.ended_at IS NOT NULL AND c.summarized_turn_id < c.last_turn_id LIMIT 10000`)
+		if err != nil {
+			return total, nil, fmt.Errorf("memory: sessions to summarise: %w", err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err == nil && !contains(sessions, s) {
+				sessions = append(sessions, s)
+			}
+		}
+		rows.Close()
+	}
+	for _, s := range sessions {
+		if err := ctx.Err(); err != nil {
+			return total, sessions, err
+		}
+		ended := false
+		if final {
+			if sess, err := in.st.Session(ctx, s); err == nil && sess.EndedAt != nil {
+				ended = true
+			}
+		}
+		res, err := in.IngestSession(ctx, s, ended)
+		if err != nil {
+			return total, sessions, err
+		}
+		total.add(res)
+	}
+	return total, sessions, nil
+}

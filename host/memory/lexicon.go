@@ -1,0 +1,165 @@
+package memory
+
+import "strings"
+
+// A category groups the values one preference or fact can take, so that
+// "I prefer tabs" and, later, "actually I prefer spaces" land on the same
+// slot (pref:indentation) and the newer one supersedes the older.
+type category struct {
+	name string
+	// values are terms (as Terms produces them) naming one choice.
+	values []string
+	// weak values are only taken when a topic term is also present
+	// ("single" means quotes only next to "quotes").
+	weak []string
+	// topics name the category itself ("indentation", "缩进").
+	topics []string
+}
+
+var categories = []category{
+	{name: "indentation", values: []string{"tab", "space", "制表", "表符", "空格"}, topics: []string{"indentation", "indent", "缩进"}},
+	{name: "quotes", weak: []string{"single", "double", "单引", "双引"}, topics: []string{"quote", "quotes", "quotation", "引号"}},
+	{name: "reply_language", values: []string{"english", "chinese", "mandarin", "japanese", "korean", "spanish", "french", "german", "中文", "英文", "汉语", "英语", "日语", "日文", "韩语"},
+		topics: []string{"language", "reply", "respond", "answer", "语言", "回复", "回答"}},
+	{name: "database", values: []string{"postgresql", "mysql", "sqlite", "mongodb", "mariadb", "oracle", "dynamodb", "cassandra", "supabase", "cockroachdb", "clickhouse", "duckdb"},
+		topics: []string{"database", "数据", "据库"}},
+	{name: "package_manager", values: []string{"npm", "yarn", "pnpm", "bun", "pip", "poetry", "uv", "conda", "pipenv"}, topics: []string{"package", "包管", "管理"}},
+	{name: "editor", values: []string{"vim", "neovim", "nvim", "emacs", "vscode", "intellij", "goland", "pycharm", "sublime", "zed", "helix"}, topics: []string{"editor", "ide", "编辑"}},
+	{name: "os", values: []string{"linux", "macos", "windows", "ubuntu", "debian", "fedora", "arch"}, weak: []string{"mac"}, topics: []string{"os", "system", "laptop", "系统"}},
+	{name: "shell", values: []string{"bash", "zsh", "fish", "powershell"}, topics: []string{"shell", "terminal"}},
+	{name: "test_framework", values: []string{"pytest", "unittest", "jest", "vitest", "mocha", "rspec", "junit", "testify"}, topics: []string{"test", "testing", "测试"}},
+	{name: "cloud", values: []string{"aws", "gcp", "azure", "vercel", "heroku", "netlify", "cloudflare", "阿里", "阿里云", "腾讯"}, topics: []string{"cloud", "hosting", "host", "云上"}},
+	{name: "frontend_framework", values: []string{"react", "vue", "svelte", "angular", "nextjs", "nuxt", "solidjs"}, topics: []string{"frontend", "framework", "前端", "框架"}},
+	{name: "ci", values: []string{"jenkins", "circleci", "travis", "buildkite", "actions"}, topics: []string{"ci", "pipeline"}},
+	{name: "verbosity", values: []string{"concise", "brief", "terse", "detailed", "verbose", "thorough", "简洁", "简短", "详细", "简单"}, weak: []string{"short", "long"},
+		topics: []string{"answer", "reply", "response", "explanation", "回答", "回复", "解释"}},
+	{name: "theme", weak: []string{"dark", "light"}, topics: []string{"mode", "theme", "主题", "模式"}},
+	{name: "naming", values: []string{"camelcase", "snake", "kebab", "pascalcase"}, topics: []string{"naming", "name", "命名"}},
+	{name: "units", values: []string{"metric", "imperial", "celsius", "fahrenheit", "公制", "英制"}, topics: []string{"unit", "units", "单位"}},
+	{name: "timezone", values: []string{"utc", "pst", "pdt", "est", "edt", "cet", "cest", "gmt", "jst", "ist"}, topics: []string{"timezone", "时区"}},
+	{name: "output_format", values: []string{"markdown", "json", "yaml", "csv"}, weak: []string{"table", "plain", "bullet"}, topics: []string{"format", "output", "格式"}},
+	{name: "programming_language", values: []string{"python", "rust", "java", "typescript", "javascript", "ruby", "kotlin", "swift", "csharp", "php", "scala", "elixir", "haskell", "zig"},
+		weak: []string{"go"}, topics: []string{"language", "lang", "语言"}},
+	{name: "merge_strategy", values: []string{"rebase", "squash"}, weak: []string{"merge"}, topics: []string{"pr", "pull", "branch", "合并"}},
+}
+
+// aliases make spellings of one thing meet (applied inside Terms).
+var aliases = map[string]string{
+	"postgres": "postgresql", "pg": "postgresql", "psql": "postgresql",
+	"k8s": "kubernetes", "js": "javascript", "ts": "typescript", "py": "python",
+	"db": "database", "repo": "repository", "config": "configuration", "tz": "timezone",
+	"mongo":  "mongodb",
+	"golang": "go", "macbook": "macos", "osx": "macos",
+}
+
+func init() {
+	// Lexicon entries are written as words; match them as Terms sees them
+	// ("macOS" → "maco", "kubernetes" → "kubernete", "阿里云" → 阿里 里云).
+	norm := func(list []string) []string {
+		var out []string
+		for _, w := range list {
+			if ts := Terms(w); len(ts) > 0 {
+				out = append(out, strings.Join(ts, " "))
+			}
+		}
+		return out
+	}
+	for i := range categories {
+		c := &categories[i]
+		c.values, c.weak, c.topics = norm(c.values), norm(c.weak), norm(c.topics)
+	}
+}
+
+// containsAll reports whether every space-separated term of v is in set.
+func containsAll(set map[string]struct{}, v string) bool {
+	for _, t := range strings.Fields(v) {
+		if _, ok := set[t]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// categorize finds the category of a phrase and the values it names. topic
+// is the surrounding text, which may name the category ("for indentation").
+// Weak values count next to a topic term or in a phrase of at most two terms
+// ("we use Go").
+func categorize(phrase, topic string) (name string, values []string) {
+	terms := TermSet(phrase)
+	ctx := TermSet(topic)
+	for t := range terms {
+		ctx[t] = struct{}{}
+	}
+	for _, c := range categories {
+		hasTopic := false
+		for _, t := range c.topics {
+			if containsAll(ctx, t) {
+				hasTopic = true
+				break
+			}
+		}
+		var vals []string
+		for _, v := range c.values {
+			if containsAll(terms, v) {
+				vals = append(vals, v)
+			}
+		}
+		if hasTopic || len(terms) <= 2 {
+			for _, v := range c.weak {
+				if containsAll(terms, v) {
+					vals = append(vals, v)
+				}
+			}
+		}
+		if len(vals) > 0 {
+			return c.name, vals
+		}
+	}
+	// No value named: a topic alone still names the slot ("for indentation")
+	// in a short phrase.
+	if len(terms) > 3 {
+		return "", nil
+	}
+	for _, c := range categories {
+		if c.name == "reply_language" || c.name == "verbosity" || c.name == "programming_language" {
+			continue // their topics ("answer", "language") are too common to name a slot alone
+		}
+		for _, t := range c.topics {
+			if containsAll(terms, t) {
+				return c.name, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// lexiconEntities returns the category values named in text.
+func lexiconEntities(text string) []string {
+	terms := TermSet(text)
+	var out []string
+	for _, c := range categories {
+		for _, v := range c.values {
+			if containsAll(terms, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func canonical(w string) string {
+	if a, ok := aliases[w]; ok {
+		return a
+	}
+	return w
+}
+
+// hasAny reports whether s contains any of the phrases.
+func hasAny(s string, phrases ...string) bool {
+	for _, p := range phrases {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,77 @@
+package memory
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/config"
+	"github.com/metaclaw-go/metaclaw/host/llm"
+	"github.com/metaclaw-go/metaclaw/internal/fakellm"
+)
+
+func TestLLMExtractor(t *testing.T) {
+	ctx := context.Background()
+	up := fakellm.New()
+	defer up.Close()
+	up.Reply = `Here you go: {"memories":[` +
+		`{"type":"preference","content":"The user prefers spaces for indentation.","subject":"indentation","value":"spaces","importance":0.9,"confidence":0.9,"correction":true,"turn":1},` +
+		`{"type":"semantic","content":"The user's dog is called Biscuit.","subject":"dog name","value":"Biscuit","turn":0},` +
+		`{"type":"gossip","content":"dropped: bad type"},` +
+		`{"type":"preference","content":""},` +
+		`{"type":"working_summary","content":"not from extraction"}]}`
+	s, st := openStore(t, Options{})
+	client := llm.New(config.Endpoint{APIBase: up.URL + "/v1", Model: "fake-model", API: "openai"}, "extractor", st, 10*time.Second)
+	s.o.Extractor = &LLMExtractor{Client: client}
+	// An earlier heuristic unit in the same slot is superseded by the LLM's.
+	if _, _, err := s.Add(ctx, NewUnit{Content: "I prefer tabs for indentation.", Scope: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Ingest(ctx, Batch{SessionID: "l", Scope: "u", Turns: []Turn{
+		{User: "My dog is Biscuit. My API key is sk-proj-abcdefghijklmnopqrstuvwxyz0123."},
+		{User: "Actually use spaces, not tabs."},
+	}})
+	if err != nil || res.Added != 2 || res.Superseded != 1 {
+		t.Fatalf("ingest %+v %v", res, err)
+	}
+	// The prompt sent to the extractor was redacted.
+	for _, r := range up.Requests() {
+		if strings.Contains(string(r.Raw), "sk-proj-abc") {
+			t.Fatal("a secret was sent to the extraction LLM")
+		}
+	}
+	usage, _ := st.UsageByPurpose(ctx)
+	if u := usage["extractor"]; u.Calls != 1 || u.Failed != 0 {
+		t.Fatalf("usage %+v", usage)
+	}
+	r, _ := s.Retrieve(ctx, Query{Scope: "u", Agent: "a", Texts: []string{"indentation for my dog Biscuit's website"}})
+	if !strings.Contains(r.Section.Body, "spaces") || strings.Contains(r.Section.Body, "tabs") || !strings.Contains(r.Section.Body, "Biscuit") {
+		t.Fatalf("block:\n%s", r.Section.Body)
+	}
+
+	// Not JSON: llm mode fails (the job retries); hybrid keeps the heuristic's finds.
+	up.Reply = "I cannot help with that."
+	if _, err := s.Ingest(ctx, Batch{SessionID: "l2", Scope: "u", Turns: []Turn{{User: "Never deploy on Fridays."}}}); err == nil {
+		t.Fatal("llm mode accepted a non-JSON answer")
+	}
+	s.o.Extractor = &LLMExtractor{Client: client, Hybrid: true}
+	res, err = s.Ingest(ctx, Batch{SessionID: "l3", Scope: "u", Turns: []Turn{{User: "Never deploy on Fridays."}}})
+	if err != nil || res.Added != 1 {
+		t.Fatalf("hybrid fallback %+v %v", res, err)
+	}
+	usage, _ = st.UsageByPurpose(ctx)
+	if usage["extractor"].Calls != 3 {
+		t.Fatalf("usage %+v", usage)
+	}
+}
+
+func TestParseLLMMemories(t *testing.T) {
+	cs, err := parseLLMMemories("```json\n[{\"type\":\"project_state\",\"content\":\"The team uses Go\",\"subject\":\"language\",\"value\":\"Go\",\"turn\":7,\"expires_in_days\":30}]\n```", 5, 3)
+	if err != nil || len(cs) != 1 || cs[0].Turn != 2 || cs[0].TTL != 30*day || cs[0].Subject != "proj:programming_language" || cs[0].Content != "The team uses Go." {
+		t.Fatalf("%+v %v", cs, err)
+	}
+	if _, err := parseLLMMemories(`{"memories": "nope"}`, 0, 1); err == nil {
+		t.Fatal("accepted a malformed answer")
+	}
+}

@@ -1,0 +1,334 @@
+// Package memory is MetaClaw's memory layer: what happened and what the user
+// prefers. It learns from recorded turns (only the user's new text and the
+// assistant's final text, secrets redacted), keeps typed units in the host's
+// SQLite store (FTS5 index, merge and supersede instead of delete), and
+// injects the most relevant ones into every main turn as the "Memories"
+// section of the core's block.
+//
+// The pieces:
+//
+//   - Store: the units (ingest, retrieve, search, add, edit, forget, export,
+//     import, stats) on the host's database; a core.Provider and core.Counter.
+//   - Ingester: turns → batches, driven by the core (every N learnable main
+//     turns and at session end), with a durable per-session cursor.
+//   - Remote: the same Provider and ingestion sink over HTTP, for
+//     memory.sidecar_url (one memory shared by several hosts).
+//   - Routes: the /v1/memory/… HTTP API.
+//
+// docs/memory.md describes behaviour and formats.
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/embed"
+	"github.com/metaclaw-go/metaclaw/host/store"
+)
+
+// Type is a memory unit's kind.
+type Type string
+
+// The unit types.
+const (
+	Preference     Type = "preference"      // likes, dislikes, rules for the agent ("always…", "never…", "call me…")
+	Semantic       Type = "semantic"        // durable facts ("my timezone is…", corrections)
+	ProjectState   Type = "project_state"   // the project's stack and state ("we use Postgres")
+	Episodic       Type = "episodic"        // things that happened ("we shipped v2 today")
+	WorkingSummary Type = "working_summary" // what a session was about
+)
+
+// Types lists every type in rendering order.
+var Types = []Type{Preference, Semantic, ProjectState, Episodic, WorkingSummary}
+
+// ParseType accepts a type name (also MetaClaw's procedural_observation,
+// read as a preference: it held workflow rules).
+func ParseType(s string) (Type, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "-", "_"), " ", "_")
+	switch s {
+	case "procedural_observation", "procedural", "rule":
+		return Preference, nil
+	case "fact":
+		return Semantic, nil
+	case "summary":
+		return WorkingSummary, nil
+	}
+	for _, t := range Types {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown memory type %q: use one of preference, semantic, project_state, episodic, working_summary", s)
+}
+
+// Unit statuses.
+const (
+	StatusActive     = "active"
+	StatusSuperseded = "superseded"
+)
+
+// Unit is one memory.
+type Unit struct {
+	ID             string     `json:"id"`
+	Scope          string     `json:"scope"`
+	Agent          string     `json:"agent,omitempty"` // empty: shared by every agent of the scope
+	Type           Type       `json:"type"`
+	Content        string     `json:"content"`
+	Subject        string     `json:"subject,omitempty"`
+	Value          string     `json:"value,omitempty"`
+	Entities       []string   `json:"entities,omitempty"`
+	Tags           []string   `json:"tags,omitempty"`
+	Importance     float64    `json:"importance"`
+	Confidence     float64    `json:"confidence"`
+	Mentions       int        `json:"mentions"`
+	Status         string     `json:"status"`
+	SupersededBy   string     `json:"superseded_by,omitempty"`
+	Origin         string     `json:"origin,omitempty"`
+	SourceSession  string     `json:"source_session,omitempty"`
+	SourceTurns    []int64    `json:"source_turns,omitempty"`
+	SaidAt         time.Time  `json:"said_at"`
+	LastSeenAt     time.Time  `json:"last_seen_at"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	ExpiresAt      *time.Time `json:"expires_at,omitempty"`
+	InjectedCount  int        `json:"injected_count,omitempty"`
+	LastInjectedAt *time.Time `json:"last_injected_at,omitempty"`
+
+	rowid  int64
+	vis    string
+	tokens int
+}
+
+// ErrNotFound is returned for an unknown memory id.
+var ErrNotFound = errors.New("memory not found")
+
+// Options configure a Store.
+type Options struct {
+	// DefaultScope replaces the scope "default" (memory.scope).
+	DefaultScope string
+	// TopK and MaxTokens bound the injected section (memory.top_k, memory.max_tokens).
+	TopK      int
+	MaxTokens int
+	// Extractor mines turns; default the heuristic one.
+	Extractor Extractor
+	// Embedder, when set, embeds units at write time and queries at read
+	// time (memory.use_embeddings); Mode picks how it is used.
+	Embedder embed.Embedder
+	// Mode is memory.retrieval_mode: keyword, embedding, hybrid or auto.
+	Mode string
+	// NoConsolidate turns off near-duplicate merging and contradiction
+	// handling (memory.auto_consolidate: false); exact repeats still merge.
+	NoConsolidate bool
+	// Now is the clock (tests move it forward to simulate days).
+	Now func() time.Time
+	Log zerolog.Logger
+}
+
+// Store is the memory layer on the host's SQLite database.
+type Store struct {
+	w, r *sql.DB
+	o    Options
+
+	hostOnce sync.Once
+	hostID   string
+
+	cacheMu sync.Mutex
+	cache   map[string]*visCache // per visibility token, valid for one generation
+
+	genMu    sync.Mutex
+	genVal   int64     // last generation read
+	genAt    time.Time // when
+	genLocal int64     // localGen then
+	localGen atomic.Int64
+}
+
+// Open returns the memory store on st (its migrations create the tables).
+func Open(st *store.SQLite, o Options) *Store {
+	return open(st.Writer(), st.Reader(), o)
+}
+
+func open(w, r *sql.DB, o Options) *Store {
+	if o.DefaultScope == "" {
+		o.DefaultScope = "default"
+	}
+	if o.TopK <= 0 {
+		o.TopK = 6
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = 800
+	}
+	if o.Extractor == nil {
+		o.Extractor = Heuristic{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Mode == "" {
+		o.Mode = "keyword"
+	}
+	return &Store{w: w, r: r, o: o, cache: map[string]*visCache{}}
+}
+
+// Options returns the store's effective options.
+func (s *Store) Options() Options { return s.o }
+
+func (s *Store) now() time.Time { return s.o.Now() }
+
+// ScopeKey maps a request's scope key onto the store's: "default" (no scope
+// named) becomes memory.scope.
+func (s *Store) ScopeKey(key string) string {
+	key = strings.TrimSpace(strings.ReplaceAll(key, "\n", " "))
+	if key == "" || key == "default" {
+		return s.o.DefaultScope
+	}
+	return key
+}
+
+// visToken names the units of one (scope, agent): an FTS5 token made of
+// letters and digits only.
+func visToken(scope, agent string) string {
+	h := sha256.Sum256([]byte(scope + "\x00" + agent))
+	return "v" + hex.EncodeToString(h[:10])
+}
+
+// visible are the tokens a query by agent in scope may read: the scope's
+// shared units and the agent's own.
+func visible(scope, agent string) []string {
+	if agent == "" {
+		return []string{visToken(scope, "")}
+	}
+	return []string{visToken(scope, ""), visToken(scope, agent)}
+}
+
+func newUID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "mem_" + hex.EncodeToString(b[:])
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+func optTime(v int64) *time.Time {
+	if v == 0 {
+		return nil
+	}
+	t := time.UnixMilli(v)
+	return &t
+}
+
+// meta reads a memory_meta value.
+func meta(ctx context.Context, q queryer, key string) (string, error) {
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM memory_meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return v, err
+}
+
+func metaInt(ctx context.Context, q queryer, key string) (int64, error) {
+	v, err := meta(ctx, q, key)
+	if err != nil || v == "" {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+func setMeta(ctx context.Context, x execer, key, value string) error {
+	_, err := x.ExecContext(ctx, `INSERT INTO memory_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
+	return err
+}
+
+// HostID is this database's stable random id, used in ingestion source keys
+// so a shared (remote) memory can tell hosts apart.
+func (s *Store) HostID(ctx context.Context) (string, error) {
+	var err error
+	s.hostOnce.Do(func() {
+		var id string
+		id, err = meta(ctx, s.r, "host_id")
+		if err != nil {
+			return
+		}
+		if id == "" {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = "h" + hex.EncodeToString(b[:])
+			if _, err = s.w.ExecContext(ctx, `INSERT OR IGNORE INTO memory_meta (key, value) VALUES ('host_id', ?)`, id); err != nil {
+				return
+			}
+			id, err = meta(ctx, s.w, "host_id")
+		}
+		s.hostID = id
+	})
+	if err != nil {
+		s.hostOnce = sync.Once{}
+		return "", fmt.Errorf("memory host id: %w", err)
+	}
+	return s.hostID, nil
+}
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// generation is bumped by every write transaction, so caches (standing
+// units, embeddings) know when to reload — also after the CLI, a separate
+// process, changed something.
+func generation(ctx context.Context, q queryer) (int64, error) {
+	return metaInt(ctx, q, "generation")
+}
+
+func bumpGeneration(ctx context.Context, x execer) error {
+	_, err := x.ExecContext(ctx, `UPDATE memory_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'`)
+	return err
+}
+
+// writeTx runs fn in one write transaction and bumps the generation.
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("memory: begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := bumpGeneration(ctx, tx); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("memory: commit: %w", err)
+	}
+	s.localGen.Add(1)
+	return nil
+}

@@ -1,0 +1,244 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/version"
+)
+
+// Remote is another host's memory over HTTP (memory.sidecar_url): one memory
+// shared by several machines. It is a core.Provider (POST
+// /v1/memory/retrieve) and an ingestion Sink (POST /v1/memory/ingest with
+// the turns, already redacted here, each with a source key so a resend after
+// a crash is not mined twice). Pending turns stay in this host's store.
+type Remote struct {
+	base   *url.URL
+	key    string
+	topK   int
+	tokens int
+	http   *http.Client
+	local  *Store // this host's store: pending turns for Counts
+	log    zerolog.Logger
+}
+
+// RemoteOptions configure a Remote.
+type RemoteOptions struct {
+	URL       string // the other host's proxy base URL, e.g. http://10.0.0.2:30000
+	Key       string // its proxy.api_key, if any
+	TopK      int
+	MaxTokens int
+	Local     *Store
+	Timeout   time.Duration // per call; default 10 s (retrieval is also bounded by the core's window)
+	Log       zerolog.Logger
+}
+
+// NewRemote returns a client for the memory at o.URL.
+func NewRemote(o RemoteOptions) (*Remote, error) {
+	u, err := url.Parse(strings.TrimRight(strings.TrimSpace(o.URL), "/"))
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("memory.sidecar_url %q: want http(s)://host:port of another metaclaw host", o.URL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/v1")
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	return &Remote{base: u, key: o.Key, topK: o.TopK, tokens: o.MaxTokens, http: &http.Client{Timeout: o.Timeout}, local: o.Local, log: o.Log}, nil
+}
+
+// URL is the remote's base URL.
+func (r *Remote) URL() string { return r.base.String() }
+
+func (r *Remote) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.base.String()+path, body)
+	if err != nil {
+		return fmt.Errorf("memory sidecar: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "metaclaw/"+version.Version)
+	if r.key != "" {
+		req.Header.Set("Authorization", "Bearer "+r.key)
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("memory sidecar %s: %w", r.base.Host, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("memory sidecar %s: %w", r.base.Host, err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		msg := strings.TrimSpace(string(raw))
+		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+			msg = e.Error.Message
+		}
+		return fmt.Errorf("memory sidecar %s %s: HTTP %d: %.300s", r.base.Host, path, resp.StatusCode, msg)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("memory sidecar %s %s: bad answer: %w", r.base.Host, path, err)
+		}
+	}
+	return nil
+}
+
+// Name implements core.Provider.
+func (r *Remote) Name() string { return "memory" }
+
+// Context implements core.Provider.
+func (r *Remote) Context(ctx context.Context, q core.Query) (core.Section, error) {
+	agent := q.Agent
+	if agent == "" {
+		agent = "default"
+	}
+	var out RetrieveResponse
+	if err := r.call(ctx, http.MethodPost, "/v1/memory/retrieve", RetrieveRequest{
+		UserTexts: q.UserTexts, ScopeID: q.Scope.Key(), Agent: agent, TopK: r.topK, MaxTokens: r.tokens,
+	}, &out); err != nil {
+		return core.Section{}, err
+	}
+	if strings.TrimSpace(out.RenderedPrompt) == "" {
+		return core.Section{}, nil
+	}
+	return core.Section{Title: "Memories", Body: out.RenderedPrompt, IDs: out.IDs, Tokens: out.Tokens}, nil
+}
+
+// Ingest implements Sink.
+func (r *Remote) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
+	final := b.Final
+	req := IngestRequest{SessionID: b.SessionID, ScopeID: b.Scope, Agent: b.Agent, Turns: b.Turns, SummaryTurns: b.SummaryTurns, Final: &final}
+	var out IngestResponse
+	if err := r.call(ctx, http.MethodPost, "/v1/memory/ingest", req, &out); err != nil {
+		return IngestResult{}, err
+	}
+	return out.IngestResult, nil
+}
+
+// Status asks the remote for its status.
+func (r *Remote) Status(ctx context.Context) (StatusResponse, error) {
+	var out StatusResponse
+	err := r.call(ctx, http.MethodGet, "/v1/memory/status", nil, &out)
+	return out, err
+}
+
+// Counts implements core.Counter: the remote's units, this host's pending turns.
+func (r *Remote) Counts(ctx context.Context) map[string]int {
+	out := map[string]int{}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if st, err := r.Status(cctx); err == nil {
+		out["memories"] = st.Memories
+	}
+	if r.local != nil {
+		if n, err := PendingTurns(ctx, r.local.r, false); err == nil {
+			out["memory_pending_turns"] = n
+		}
+	}
+	return out
+}
+
+// ForwardRoutes serves this host's /v1/memory/… routes by forwarding them
+// to the remote, except POST /v1/memory/ingest without turns, which ingests
+// this host's recorded turns into the remote now.
+func (r *Remote) ForwardRoutes(in *Ingester) []proxy.Route {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(r.base)
+			pr.Out.URL.Path = strings.TrimRight(r.base.Path, "/") + pr.In.URL.Path
+			pr.Out.URL.RawPath = ""
+			pr.Out.Header.Del("Authorization")
+			pr.Out.Header.Del("x-api-key")
+			if r.key != "" {
+				pr.Out.Header.Set("Authorization", "Bearer "+r.key)
+			}
+		},
+		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
+			WriteError(w, http.StatusBadGateway, "memory sidecar "+r.base.Host+": "+err.Error())
+		},
+	}
+	forward := func(w http.ResponseWriter, req *http.Request) { rp.ServeHTTP(w, req) }
+	ingest := func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+		if err != nil {
+			WriteError(w, http.StatusBadRequest, "could not read request body: "+err.Error())
+			return
+		}
+		var ir IngestRequest
+		if len(bytes.TrimSpace(body)) > 0 {
+			if err := json.Unmarshal(body, &ir); err != nil {
+				WriteError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+				return
+			}
+		}
+		if len(ir.Turns) > 0 || len(ir.SummaryTurns) > 0 {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.ContentLength = int64(len(body))
+			rp.ServeHTTP(w, req)
+			return
+		}
+		ctx := req.Context()
+		var total IngestResult
+		sessions := []string{}
+		if ir.SessionID != "" {
+			final := ir.Final != nil && *ir.Final
+			res, err := in.IngestSession(ctx, ir.SessionID, final)
+			if err != nil {
+				WriteError(w, statusFor(err), err.Error())
+				return
+			}
+			total, sessions = res, []string{ir.SessionID}
+		} else {
+			res, ss, err := in.IngestAll(ctx, true)
+			if err != nil {
+				WriteError(w, statusFor(err), err.Error())
+				return
+			}
+			total = res
+			if ss != nil {
+				sessions = ss
+			}
+		}
+		writeJSON(w, IngestResponse{IngestResult: total, BufferedTurns: total.Turns, Sessions: sessions})
+	}
+	routes := []proxy.Route{{Pattern: "POST /v1/memory/ingest", Handler: ingest}}
+	for _, p := range []string{"GET /v1/memory/search", "POST /v1/memory/search", "POST /v1/memory/retrieve", "POST /v1/memory/store",
+		"POST /v1/memory/forget", "GET /v1/memory/status", "GET /v1/memory/health", "GET /v1/memory/stats",
+		"POST /v1/memory/buffer_turn", "POST /v1/memory/flush_session", "GET /v1/memory/list", "GET /v1/memory/{id}", "PATCH /v1/memory/{id}"} {
+		routes = append(routes, proxy.Route{Pattern: p, Handler: forward})
+	}
+	return routes
+}
+
+func statusFor(err error) int {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadGateway
+}

@@ -1,0 +1,91 @@
+package memory
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/metaclaw-go/metaclaw/host/config"
+)
+
+// Two (three) in-process hosts: A keeps the memory; B and C have
+// memory.sidecar_url pointing at A, as machines sharing one memory would.
+func TestSidecarSharesOneMemory(t *testing.T) {
+	ctx := context.Background()
+	a := &memHost{t: t}
+	a.Host = startAuthHost(t, testCfg(t, nil), a, "shared-key")
+	remote := func(m *config.Memory) { m.SidecarURL = a.URL }
+	b := startHost(t, testCfg(t, remote), WireOptions{SidecarKey: "shared-key"}, "")
+	c := startHost(t, testCfg(t, remote), WireOptions{SidecarKey: "shared-key"}, "")
+	if b.mem.Remote == nil {
+		t.Fatal("B does not use the sidecar")
+	}
+
+	// Learned on B (with a secret that must not leave B)…
+	b.session("b1", chatOpts{user: "alice"}, "I prefer tabs for indentation.", "My token: ghp_abcdefghijklmnopqrstuvwxyz0123456789AB is for CI. We use PostgreSQL for the main database.")
+	b.settle()
+	if n, _ := b.mem.Store.ActiveCount(ctx); n != 0 {
+		t.Fatalf("B stored %d units locally", n)
+	}
+	if n, _ := a.mem.Store.ActiveCount(ctx); n != 3 { // preference, project state, session summary
+		all, _ := a.mem.Store.List(ctx, Filter{Limit: -1})
+		t.Fatalf("A holds %d units: %+v", n, all)
+	}
+	all, _ := a.mem.Store.List(ctx, Filter{Status: "all", Limit: -1})
+	for _, u := range all {
+		if strings.Contains(u.Content, "ghp_") {
+			t.Fatalf("secret reached the shared memory: %q", u.Content)
+		}
+	}
+	// …injected on C, another machine.
+	block := memoryBlock(c.chat("Reformat this file, which indentation?", chatOpts{session: "c1", user: "alice"}))
+	if !strings.Contains(block, "tabs") {
+		t.Fatalf("C's block:\n%s", block)
+	}
+	if block := memoryBlock(c.chat("Reformat this file, which indentation?", chatOpts{session: "c2", user: "bob"})); block != "" {
+		t.Fatalf("bob sees alice's memory through the sidecar:\n%s", block)
+	}
+	// B's routes forward to A; status counts come from A.
+	var found struct {
+		Results []SearchResult `json:"results"`
+	}
+	if code := b.api(http.MethodGet, "/v1/memory/search?q=postgresql&scope=user:alice", nil, &found); code != 200 || len(found.Results) != 1 {
+		t.Fatalf("search through B: %d %+v", code, found)
+	}
+	if counts := c.statusCounts(); counts["memories"] != 3 {
+		t.Fatalf("C's status %v", counts)
+	}
+	// A resend (B crashed after A accepted, before B moved its cursor) is
+	// recognised by A: nothing is mined twice.
+	if _, err := b.Store.Writer().ExecContext(ctx, `UPDATE memory_cursors SET last_turn_id = 0, summarized_turn_id = 0`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.mem.Ingester.IngestSession(ctx, "b1", false)
+	if err != nil || res.Skipped != 2 || res.Added != 0 {
+		t.Fatalf("resend: %+v %v", res, err)
+	}
+	if n, _ := a.mem.Store.ActiveCount(ctx); n != 3 {
+		t.Fatalf("A holds %d after resend", n)
+	}
+	var mentions int
+	if err := a.Store.Reader().QueryRowContext(ctx, `SELECT MAX(mentions) FROM memory_units`).Scan(&mentions); err != nil || mentions != 1 {
+		t.Fatalf("mentions %d %v", mentions, err)
+	}
+	// A down: B fails open (the turn proceeds without memory) and keeps its
+	// turns pending until A is back.
+	a.Proxy.Close()
+	sys := b.chat("I prefer spaces now.", chatOpts{session: "b2", user: "alice", done: true})
+	if strings.Contains(sys, "Memories") {
+		t.Fatal("injected without a sidecar")
+	}
+	b.Flush(t)
+	waitFor(t, "a failed ingestion attempt", func() bool {
+		var attempts int
+		_ = b.Store.Reader().QueryRowContext(ctx, `SELECT COALESCE(MAX(attempts), 0) FROM jobs WHERE kind = ?`, JobFlush).Scan(&attempts)
+		return attempts >= 1
+	})
+	if n, _ := b.mem.Ingester.Pending(ctx); n != 1 {
+		t.Fatalf("B pending %d", n)
+	}
+}
