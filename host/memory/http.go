@@ -330,7 +330,7 @@ func (a *API) status(w http.ResponseWriter, r *http.Request) {
 	if a.Ingester != nil {
 		pending, err = a.Ingester.Pending(ctx)
 	} else {
-		pending, err = PendingTurns(ctx, a.Store.r, false)
+		pending, err = pendingTurns(ctx, a.Store.r, false)
 	}
 	if err != nil {
 		a.fail(w, err)

@@ -233,8 +233,8 @@ func pendingFloor(ctx context.Context, q queryer) (int64, error) {
 	return max(b, f), nil
 }
 
-// PendingTurns counts the learnable turns not yet ingested (all sessions).
-func PendingTurns(ctx context.Context, q queryer, side bool) (int, error) {
+// pendingTurns counts the learnable turns not yet ingested (all sessions).
+func pendingTurns(ctx context.Context, q queryer, side bool) (int, error) {
 	floor, err := pendingFloor(ctx, q)
 	if err != nil {
 		return 0, err
@@ -250,7 +250,7 @@ AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session
 
 // Pending counts this ingester's pending turns.
 func (in *Ingester) Pending(ctx context.Context) (int, error) {
-	return PendingTurns(ctx, in.st.Reader(), in.side)
+	return pendingTurns(ctx, in.st.Reader(), in.side)
 }
 
 // turnsAfter reads up to n of a session's turns after id.

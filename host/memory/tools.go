@@ -31,9 +31,9 @@ func callerAgent(q core.Query) string {
 	return q.Agent
 }
 
-// RegisterTools adds memory_search, memory_store, memory_forget and
+// registerTools adds memory_search, memory_store, memory_forget and
 // memory_status to the core.
-func RegisterTools(c *core.Core, b toolBackend) {
+func registerTools(c *core.Core, b toolBackend) {
 	c.RegisterTool(core.Tool{
 		Name:        "memory_search",
 		Description: "Search the user's long-term memory (preferences, facts, project state, past sessions). Returns the best matches with their ids.",

@@ -73,10 +73,10 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 	h.Ingester.Register(c, !h.manual)
 	if h.Remote != nil {
 		h.Routes = h.Remote.ForwardRoutes(h.Ingester)
-		RegisterTools(c, remoteTools{r: h.Remote, in: h.Ingester})
+		registerTools(c, remoteTools{r: h.Remote, in: h.Ingester})
 	} else {
 		h.Routes = (&API{Store: s, Ingester: h.Ingester, Every: m.IngestEveryTurns, Log: log}).Routes()
-		RegisterTools(c, localTools{s: s, in: h.Ingester})
+		registerTools(c, localTools{s: s, in: h.Ingester})
 	}
 	log.Info().Str("extractor", s.o.Extractor.Name()).Str("retrieval", s.o.Mode).Bool("embeddings", opts.Embedder != nil).
 		Str("sidecar", m.SidecarURL).Bool("manual_trigger", h.manual).Msg("memory ready")

@@ -100,6 +100,7 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 	}
 	h.Provider = NewProvider(lib, ProviderOptions{TopK: cfg.Skills.TopK, MaxTokens: cfg.Skills.MaxTokens, Mode: mode, Embedder: emb, Log: log})
 	c.AddProvider(h.Provider)
+	RegisterTools(c, lib, h.Provider)
 	if cfg.Skills.AutoEvolve {
 		client := o.LLM
 		if client == nil {
