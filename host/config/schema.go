@@ -139,6 +139,7 @@ type Memory struct {
 	SessionIdleMinutes         int     `yaml:"session_idle_minutes" default:"30" min:"1" desc:"A session idle this long is ended (flushed and summarised)."`
 	Extractor                  string  `yaml:"extractor" default:"heuristic" enum:"heuristic,llm,hybrid" desc:"How memories are extracted from turns."`
 	SidecarURL                 string  `yaml:"sidecar_url" check:"url" desc:"Delegate memory to an external sidecar at this URL; empty = built in."`
+	SidecarAPIKey              string  `yaml:"sidecar_api_key" secret:"1" desc:"Key for memory.sidecar_url (the other host's proxy.api_key); empty = METACLAW_MEMORY_SIDECAR_KEY, else proxy.api_key."`
 }
 
 // RL configures RL sample collection and cloud LoRA training.

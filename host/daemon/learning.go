@@ -4,19 +4,24 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/subplugin"
 )
 
 // part wires one learning component (skills, memory, …) into the host: it
 // registers providers, listeners and jobs on the core and may add routes.
 // The closer, if any, runs at shutdown after the proxy has stopped.
-type part func(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]proxy.Route, io.Closer, error)
+// emb is the embedder shared by skills and memory (plugins.embedder), or nil
+// for each to use its own default.
+type part func(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]proxy.Route, io.Closer, error)
 
 // learningParts lists the components the host runs, in injection order.
 var learningParts = []part{setupSkills, setupMemory}
@@ -26,8 +31,12 @@ var learningParts = []part{setupSkills, setupMemory}
 func setupLearning(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]proxy.Route, io.Closer) {
 	var routes []proxy.Route
 	var closers multiCloser
+	emb, ec := sharedEmbedder(ctx, cfg, log)
+	if ec != nil {
+		closers = append(closers, ec) // first in, closed last
+	}
 	for _, p := range learningParts {
-		r, cl, err := p(ctx, cfg, st, c, log)
+		r, cl, err := p(ctx, cfg, st, c, emb, log)
 		if err != nil {
 			log.Error().Err(err).Msg("a learning component failed to start; the proxy serves without it")
 			continue
@@ -38,6 +47,27 @@ func setupLearning(ctx context.Context, cfg *config.Config, st *store.SQLite, c 
 		}
 	}
 	return routes, closers
+}
+
+// sharedEmbedder opens plugins.embedder (a sub-plugin or the built-in
+// hashing embedder) for skills and memory to share. A plugin that cannot be
+// started is logged; skills and memory then use their own defaults.
+func sharedEmbedder(ctx context.Context, cfg *config.Config, log zerolog.Logger) (embed.Embedder, io.Closer) {
+	if cfg.Plugins.Embedder == "" {
+		return nil, nil
+	}
+	maxRestarts := cfg.Plugins.MaxRestarts
+	if maxRestarts == 0 {
+		maxRestarts = -1 // config 0 means never relaunch; Options 0 means the default
+	}
+	e, cl, err := subplugin.OpenEmbedder(ctx, subplugin.EmbedderSpec{Use: cfg.Plugins.Embedder, Options: subplugin.Options{
+		Dir: cfg.Plugins.Dir, CallTimeout: time.Duration(cfg.Plugins.CallTimeoutSeconds) * time.Second, MaxRestarts: maxRestarts,
+	}}, log.With().Str("part", "embedder").Logger())
+	if err != nil {
+		log.Error().Err(err).Str("plugins.embedder", cfg.Plugins.Embedder).Msg("embedder unavailable; skills and memory use their default embedders")
+		return nil, nil
+	}
+	return e, cl
 }
 
 type multiCloser []io.Closer

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/memory"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -19,10 +20,15 @@ import (
 // the memory_* tools and the /v1/memory/… routes. Its closer ingests what is
 // still pending at shutdown. With memory.sidecar_url the provider, ingestion
 // and routes use that host's memory; METACLAW_MEMORY_SIDECAR_KEY (default
-// proxy.api_key) authenticates to it.
-func setupMemory(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]proxy.Route, io.Closer, error) {
+// proxy.api_key) authenticates to it; memory.sidecar_api_key wins when set.
+func setupMemory(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]proxy.Route, io.Closer, error) {
+	key := cfg.Memory.SidecarAPIKey
+	if key == "" {
+		key = os.Getenv("METACLAW_MEMORY_SIDECAR_KEY")
+	}
 	h, err := memory.Wire(ctx, cfg, st, c, log.With().Str("part", "memory").Logger(), memory.WireOptions{
-		SidecarKey: os.Getenv("METACLAW_MEMORY_SIDECAR_KEY"),
+		SidecarKey: key,
+		Embedder:   emb,
 	})
 	if err != nil {
 		return nil, nil, err

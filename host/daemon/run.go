@@ -21,6 +21,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/logging"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/subplugin"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 	"github.com/metaclaw-go/metaclaw/host/version"
 	"github.com/metaclaw-go/metaclaw/host/wire"
@@ -71,6 +72,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 		return &AlreadyRunningError{Info: info}
 	}
 	defer lock.Unlock()
+	defer subplugin.Shutdown() // no sub-plugin process outlives the host
 
 	log, logCloser, err := logging.New(logging.Options{
 		Dir: p.LogDir, Level: cfg.Log.Level, MaxSizeMB: cfg.Log.MaxSizeMB, MaxBackups: cfg.Log.MaxBackups, Stderr: stderrFor(o.Detached),
@@ -106,6 +108,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	popts.Status = func(ctx context.Context) any { return BuildStatus(ctx, cfg, c, info) }
 	popts.Routes = append(routes, dashboard.Routes(st, c)...)
 	popts.PublicRoutes = dashboard.Public()
+	popts.LoopbackOnly = isLoopbackHost(cfg.Proxy.Host)
 	rpcStop := make(chan struct{}, 1)
 	rpcSrv := newRPCServer(cfg.Home, c, log, popts.Status, rpcStop)
 	popts.ResolveTrace = rpcSrv.ResolveTrace

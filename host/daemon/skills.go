@@ -8,6 +8,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/skills"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -17,11 +18,11 @@ import (
 // the "skills" context provider, the watcher that re-indexes SKILL.md edits
 // (the returned closer stops it), the evolver when skills.auto_evolve, and
 // the read-only /v1/skills routes.
-func setupSkills(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]proxy.Route, io.Closer, error) {
+func setupSkills(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]proxy.Route, io.Closer, error) {
 	if !cfg.Skills.Enabled {
 		return nil, nil, nil
 	}
-	h, err := skills.Wire(ctx, cfg, st, c, log.With().Str("part", "skills").Logger(), skills.WireOptions{})
+	h, err := skills.Wire(ctx, cfg, st, c, log.With().Str("part", "skills").Logger(), skills.WireOptions{Embedder: emb})
 	if err != nil {
 		return nil, nil, err
 	}

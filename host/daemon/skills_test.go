@@ -25,14 +25,14 @@ func TestSetupSkills(t *testing.T) {
 
 	cfg := config.Default(home)
 	cfg.Skills.Enabled = false
-	routes, closer, err := setupSkills(context.Background(), cfg, st, c, zerolog.Nop())
+	routes, closer, err := setupSkills(context.Background(), cfg, st, c, nil, zerolog.Nop())
 	if err != nil || routes != nil || closer != nil {
 		t.Fatalf("disabled: %v %v %v", routes, closer, err)
 	}
 
 	cfg.Skills.Enabled = true
 	cfg.Skills.AutoEvolve = true // no LLM configured: evolution is off, injection still works
-	routes, closer, err = setupSkills(context.Background(), cfg, st, c, zerolog.Nop())
+	routes, closer, err = setupSkills(context.Background(), cfg, st, c, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/subplugin"
 	"github.com/metaclaw-go/metaclaw/host/version"
 )
 
@@ -31,6 +32,7 @@ type Status struct {
 	RL            RLState                     `json:"rl"`
 	Providers     []string                    `json:"context_providers"`
 	LLMUsage      map[string]store.UsageTotal `json:"llm_usage"`
+	Plugins       []subplugin.Status          `json:"plugins"`
 	Warnings      []string                    `json:"warnings,omitempty"`
 	Error         string                      `json:"error,omitempty"`
 }
@@ -90,6 +92,10 @@ func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Inf
 		Turns: stats.Turns, Sessions: stats.Sessions, OpenSessions: stats.OpenSessions,
 		InjectedTokens: stats.InjectedTokens, PendingTurns: stats.QueuedTurns, ObservedSinceStart: stats.ObservedSinceStart,
 		Skills: stats.Learned["skills"], Memories: stats.Learned["memories"], MemoryPendingTurns: stats.Learned["memory_pending_turns"],
+	}
+	st.Plugins = subplugin.AllStatus()
+	if st.Plugins == nil {
+		st.Plugins = []subplugin.Status{}
 	}
 	st.LLMUsage = stats.Usage
 	if st.LLMUsage == nil {

@@ -520,3 +520,42 @@ func TestOpenClawCapturedRequests(t *testing.T) {
 		})
 	}
 }
+
+func TestBrowserGuard(t *testing.T) {
+	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.LoopbackOnly = true })
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	tests := []struct {
+		name    string
+		headers []string
+		status  int
+	}{
+		{"sdk", nil, 200},
+		{"same origin", []string{"Origin", h.proxy.URL}, 200},
+		{"other origin", []string{"Origin", "https://evil.example"}, 403},
+		{"null origin", []string{"Origin", "null"}, 403},
+		{"cross-site fetch", []string{"Sec-Fetch-Site", "cross-site"}, 403},
+		{"dns rebinding", []string{"Host", "evil.example:30000"}, 403},
+		{"localhost name", []string{"Host", "localhost:30000"}, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, h.proxy.URL+"/v1/chat/completions", strings.NewReader(body))
+			for i := 0; i+1 < len(tt.headers); i += 2 {
+				if tt.headers[i] == "Host" {
+					req.Host = tt.headers[i+1]
+				} else {
+					req.Header.Set(tt.headers[i], tt.headers[i+1])
+				}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, b)
+			}
+		})
+	}
+}

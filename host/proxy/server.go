@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ type Options struct {
 	// Routes are extra endpoints served behind the proxy's auth (memory API,
 	// dashboard API), each also under /a/<agent-id>/.
 	Routes []Route
+	// LoopbackOnly says the proxy listens on a loopback address: requests
+	// must then name a loopback host (DNS-rebinding protection).
+	LoopbackOnly bool
 	// PublicRoutes are served without auth (the dashboard's static page,
 	// which holds no data: its data calls go through Routes).
 	PublicRoutes []Route
@@ -118,7 +122,44 @@ func New(o Options) (*Server, error) {
 }
 
 // Handler returns the HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.guard) }
+
+// guard keeps web pages the user happens to visit away from the proxy: a
+// browser request from another site (Origin or Sec-Fetch-Site says so), or
+// one that reached a loopback listener under a foreign host name (DNS
+// rebinding), is refused. Agents and SDKs send neither header.
+func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/healthz" {
+		if why := foreignBrowserRequest(r, s.o.LoopbackOnly); why != "" {
+			writeError(w, clientAPIFromHeaders(r), http.StatusForbidden, why)
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func foreignBrowserRequest(r *http.Request, loopbackOnly bool) string {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return "cross-site browser request refused"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || o == "null" || u.Host != r.Host {
+			return "request from another origin refused"
+		}
+	}
+	if loopbackOnly {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.Trim(host, "[]")
+		if ip := net.ParseIP(host); !(host == "localhost" || strings.HasSuffix(host, ".localhost") || (ip != nil && ip.IsLoopback())) {
+			return "host " + r.Host + " is not a loopback name: refused (this proxy only listens on loopback)"
+		}
+	}
+	return ""
+}
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.healthz)

@@ -293,6 +293,7 @@ loaders.memories = async () => {
   const recent = await api("/v1/turns/recent?limit=20");
   const tbody = $("#recent-turns tbody");
   tbody.replaceChildren();
+  if (!recent.turns.length) tbody.append(el("tr", {}, el("td", { colspan: 7, class: "muted" }, "no turns recorded yet")));
   for (const t of recent.turns) {
     tbody.append(el("tr", {}, el("td", {}, new Date(t.at).toLocaleString()), el("td", {}, t.agent), el("td", {}, t.session_id), el("td", {}, `${t.turn_type} #${t.turn_index}`),
       el("td", {}, t.status), el("td", {}, t.injected.join(", ") || "—"), el("td", {}, t.injected_tokens)));
@@ -333,6 +334,11 @@ async function openMemory(id) {
 $("#mem-q").addEventListener("input", debounce(() => guarded(loaders.memories), 200));
 $("#mem-scope").addEventListener("change", () => guarded(loaders.memories));
 listNav($("#mem-list"), (li) => li.dataset.id && guarded(() => openMemory(li.dataset.id)));
+
+window.addEventListener("hashchange", () => {
+  const name = location.hash.slice(1);
+  if (tabs.includes(name) && $("#" + name).hidden) selectTab(name);
+});
 
 function start() {
   const initial = tabs.includes(location.hash.slice(1)) ? location.hash.slice(1) : "activity";
