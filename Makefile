@@ -35,6 +35,7 @@ fuzz: ## a short run (FUZZTIME, default 20s) of every fuzz target in the module
 bench: ## proxy overhead vs a bare httputil.ReverseProxy, plus micro-benchmarks
 	$(GO) run ./tools/proxybench
 	$(GO) test -run '^$$' -bench . -benchmem ./host/proxy/ ./host/wire/ ./host/tokens/ ./host/skills/
+	$(GO) test -run '^$$' -bench 'Retrieve|Ingest' -benchtime 2000x ./host/memory/
 
 e2e-openclaw: ## opt-in: the real OpenClaw (npm, cached in ~/.cache/metaclaw-e2e) with the MetaClaw extension
 	./test/e2e/openclaw/run.sh
