@@ -133,6 +133,10 @@ func (h *Host) Turns(t testing.TB, session string) []store.Turn {
 // Session returns a session row.
 func (h *Host) Session(t testing.TB, id string) store.Session {
 	t.Helper()
+	// Turns observed before the call must be persisted first: a turn reopens an ended session.
+	if err := h.Core.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	s, err := h.Store.Session(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
