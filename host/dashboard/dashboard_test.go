@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -86,6 +87,10 @@ func TestActivityPageInBrowser(t *testing.T) {
 			resp.Body.Close()
 		}
 	}
+	// The layer's own LLM spending shows up as a plot.
+	if err := h.Store.RecordUsage(context.Background(), store.Usage{Purpose: "evolver", Model: "m", InputTokens: 1200, OutputTokens: 300, OK: true}); err != nil {
+		t.Fatal(err)
+	}
 	h.Flush(t)
 	ctx := browser(t)
 	err := chromedp.Do(ctx,
@@ -107,6 +112,14 @@ func TestActivityPageInBrowser(t *testing.T) {
 	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#chart-turns rect").length`))
 	if err != nil || bars == 0 {
 		t.Fatalf("no bars drawn: %d %v", bars, err)
+	}
+	usageBars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#chart-usage rect").length`))
+	if err != nil || usageBars != 2 {
+		t.Fatalf("usage plot has %d bars (%v), want input and output of the evolver", usageBars, err)
+	}
+	usageTable, _ := chromedp.Run(ctx, chromedp.Text("#usage"))
+	if !strings.Contains(usageTable, "evolver") || !strings.Contains(usageTable, "1200") {
+		t.Fatalf("usage table %q", usageTable)
 	}
 	screenshot(t, ctx, "dashboard-activity.png")
 }

@@ -130,7 +130,7 @@ function barChart(target, labels, series, legend) {
   const totals = labels.map((_, i) => series.reduce((s, x) => s + x.values[i], 0));
   const realMax = Math.max(0, ...totals);
   const max = Math.max(1, realMax);
-  const bw = (W - pad * 2) / Math.max(1, labels.length);
+  const bw = Math.min(80, (W - pad * 2) / Math.max(1, labels.length)); // a few wide bars stay readable
   labels.forEach((label, i) => {
     let y = H - pad;
     series.forEach((s, si) => {
@@ -146,7 +146,7 @@ function barChart(target, labels, series, legend) {
     });
     if (labels.length <= 31 && (i % Math.ceil(labels.length / 10) === 0)) {
       const t = svg("text", { x: pad + i * bw + bw / 2, y: H - pad + 14, "text-anchor": "middle" });
-      t.textContent = label.slice(5);
+      t.textContent = /^\d{4}-\d{2}-\d{2}$/.test(label) ? label.slice(5) : label;
       target.append(t);
     }
   });
@@ -199,11 +199,17 @@ loaders.activity = async () => {
   const agents = [...new Set(act.buckets.map((b) => b.agent))].sort();
   const series = agents.map((a) => ({ name: a, values: days.map((d) => (act.buckets.find((b) => b.day === d && b.agent === a) || { turns: 0 }).turns) }));
   barChart($("#chart-turns"), days, series, $("#legend-turns"));
+  const sessions = agents.map((a) => ({ name: a, values: days.map((d) => (act.buckets.find((b) => b.day === d && b.agent === a) || { sessions: 0 }).sessions) }));
+  barChart($("#chart-sessions"), days, sessions, null);
   lineChart($("#chart-injected"), recent.turns.slice().reverse().map((t) => t.injected_tokens));
 
   const tbody = $("#usage tbody");
   tbody.replaceChildren();
-  const usage = Object.entries(act.llm_usage || {});
+  const usage = Object.entries(act.llm_usage || {}).sort();
+  barChart($("#chart-usage"), usage.map(([p]) => p), [
+    { name: "input tokens", values: usage.map(([, u]) => u.input_tokens) },
+    { name: "output tokens", values: usage.map(([, u]) => u.output_tokens) },
+  ], $("#legend-usage"));
   if (!usage.length) tbody.append(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "no calls yet")));
   for (const [purpose, u] of usage) tbody.append(el("tr", {}, el("td", {}, purpose), el("td", {}, u.calls), el("td", {}, u.failed), el("td", {}, u.input_tokens), el("td", {}, u.output_tokens)));
   $("#rl-state").textContent = status.rl ? `${status.rl.state}: ${status.rl.reason}` : "";
