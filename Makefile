@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/metaclaw-go/metaclaw/host/version.Version=$(VERSION)
 export CGO_ENABLED ?= 0
 
-.PHONY: build run test test-short vet fuzz bench clean e2e-openclaw
+.PHONY: build run test test-short vet fuzz bench clean e2e-openclaw e2e-nanoclaw
 
 build: ## bin/metaclaw, a static binary (and the reference embedder sub-plugin)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/metaclaw
@@ -39,6 +39,9 @@ bench: ## proxy overhead vs a bare httputil.ReverseProxy, plus micro-benchmarks
 
 e2e-openclaw: ## opt-in: the real OpenClaw (npm, cached in ~/.cache/metaclaw-e2e) with the MetaClaw extension
 	./test/e2e/openclaw/run.sh
+
+e2e-nanoclaw: ## opt-in: NanoClaw's engine, the Claude Agent SDK (npm, cached), with metaclaw's Claude Code hooks
+	./test/e2e/nanoclaw/run.sh
 
 clean:
 	rm -rf bin

@@ -25,6 +25,11 @@ type Finding struct {
 type DoctorInput struct {
 	Request  *Request // proxy host/port/key from the MetaClaw config
 	Override map[string]string
+	// Probe, when set, runs a probe turn through the host's core for one
+	// wired client and agent (no LLM call, nothing recorded). It returns
+	// what was checked and, on failure, the fix. Doctor calls it after the
+	// config checks of each wired client, once per agent.
+	Probe func(ctx context.Context, client, agent string) (ok bool, what, fix string)
 }
 
 // Doctor checks every detected or wired client: that its config points at
@@ -100,6 +105,15 @@ func (e *Engine) Doctor(ctx context.Context, all []Adapter, in DoctorInput) []Fi
 		}
 		if ed, err := edited(m); err == nil && len(ed) > 0 {
 			add(true, "changed since wiring (by you or by "+name+"): "+strings.Join(ed, ", "), "")
+		}
+		if in.Probe != nil {
+			agents := m.Agents
+			if len(agents) == 0 {
+				agents = []string{"default"}
+			}
+			for _, agent := range agents {
+				add(in.Probe(ctx, name, agent))
+			}
 		}
 	}
 	return out

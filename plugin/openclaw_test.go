@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -207,6 +208,9 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Read the whole (streamed) answer: the proxy records the turn before the
+	// stream's last event, so the turn is in the store once the client has it.
+	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("X-Metaclaw-Session-Id") != "fx-openai" {
 		t.Fatalf("proxy answered %d, session %q", resp.StatusCode, resp.Header.Get("X-Metaclaw-Session-Id"))
@@ -223,6 +227,7 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(turns) != 1 || turns[0].Agent != "main" || turns[0].ClientAPI != "openai" {
-		t.Fatalf("turns %+v", turns)
+		recent, _ := th.Store.RecentTurns(t.Context(), 10)
+		t.Fatalf("turns %+v; recent %+v", turns, recent)
 	}
 }

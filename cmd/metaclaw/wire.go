@@ -219,8 +219,10 @@ func newDoctorCmd() *cobra.Command {
 		Short: "Check that wired clients reach a live proxy and their hooks are in place",
 		Long: `For every installed or wired client (or just the one named): does its config
 point at the proxy on the configured address, does the proxy answer /healthz,
-are metaclaw's entries, extension and hooks still installed and allowed?
-Each problem comes with the exact command that fixes it. Exit code 1 when a
+are metaclaw's entries, extension and hooks still installed and allowed? And
+does a probe turn reach the core: for each wired agent, doctor pings the host
+socket ($METACLAW_HOME/run/metaclaw.sock) and asks the core for that agent's
+context (no LLM call, no turn recorded). Each problem comes with the exact command that fixes it. Exit code 1 when a
 check fails.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -236,7 +238,13 @@ check fails.`,
 				}
 				list = []adapters.Adapter{a}
 			}
-			findings := eng.Doctor(context.Background(), list, adapters.DoctorInput{Request: req})
+			h, err := home()
+			if err != nil {
+				return err
+			}
+			probe := newSocketProbe(h)
+			defer probe.Close()
+			findings := eng.Doctor(context.Background(), list, adapters.DoctorInput{Request: req, Probe: probe.Probe})
 			bad := 0
 			for _, f := range findings {
 				if !f.OK {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
 const fixtures = "/work/shared/fixtures"
@@ -125,6 +128,24 @@ func TestCLIWireOpenClawConfirmDoctorUnwire(t *testing.T) {
 	if !errors.As(err, &ec) || ec != 1 || !strings.Contains(out, "proxy does not answer") || !strings.Contains(out, "fix: metaclaw start") {
 		t.Fatalf("doctor with the proxy down: %v\n%s", err, out)
 	}
+	// … and no host: the probe turn says so, with the fix
+	if !strings.Contains(out, "probe turn for agent main: host not running: no socket at "+filepath.Join(w.mc, "run", "metaclaw.sock")) {
+		t.Fatalf("doctor without a host: %v\n%s", err, out)
+	}
+	// a stale socket (a host that died without removing it) is refused
+	stale := filepath.Join(w.mc, "run", "metaclaw.sock")
+	os.MkdirAll(filepath.Dir(stale), 0o700)
+	ln, lerr := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	out, err = w.run("", "doctor", "openclaw")
+	if !errors.As(err, &ec) || !strings.Contains(out, "probe turn for agent main: socket refused: ") || !strings.Contains(out, "fix: metaclaw start (it replaces the stale socket)") {
+		t.Fatalf("doctor with a stale socket: %v\n%s", err, out)
+	}
+	host := plugintest.Start(t, w.mc) // replaces the stale socket, like the daemon
 	// a live /healthz on the configured port → all checks pass
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
@@ -150,6 +171,17 @@ func TestCLIWireOpenClawConfirmDoctorUnwire(t *testing.T) {
 	out, err = w.run("", "doctor")
 	if err != nil || strings.Contains(out, "FAIL") || !strings.Contains(out, "allowConversationAccess") {
 		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	// the probe went through the core (its context providers) for the wired
+	// agent, and recorded nothing
+	if !strings.Contains(out, "[ok ] probe turn for agent main reaches the core (host test, pid ") {
+		t.Fatalf("doctor probe: %v\n%s", err, out)
+	}
+	if q := host.Provider.Last(); q.Agent != "main" || len(q.UserTexts) != 1 || q.UserTexts[0] != probeText || q.SessionID != "" {
+		t.Fatalf("probe query %+v", q)
+	}
+	if turns := host.Turns(t, ""); len(turns) != 0 {
+		t.Fatalf("the probe recorded turns: %+v", turns)
 	}
 
 	// unwire restores byte for byte

@@ -11,6 +11,8 @@ package core
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -322,6 +324,28 @@ func countBlock(sections []Section, block string) int {
 	}
 	b.WriteString(EndMarker)
 	return sum + tokens.Count(b.String())
+}
+
+// BlockKey identifies an injected block (32 hex digits, the shape of a W3C
+// trace id). A hook that injected a block registers its identity under this
+// key, so the proxy can file the request that carries the block under the
+// hook's agent and session when the client sends no trace id (Claude Code).
+func BlockKey(block string) string {
+	sum := sha256.Sum256([]byte(block))
+	return hex.EncodeToString(sum[:16])
+}
+
+// FindBlock returns the first complete injected block in text, or "".
+func FindBlock(text string) string {
+	i := strings.Index(text, BeginMarker)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(text[i:], EndMarker)
+	if j < 0 {
+		return ""
+	}
+	return text[i : i+j+len(EndMarker)]
 }
 
 // Strip removes every injected block from text (so the layer never learns

@@ -55,6 +55,9 @@ func (s *Server) chat(api wire.API) http.HandlerFunc {
 		}
 		if s.o.ResolveTrace != nil {
 			s.applyTrace(r, &t.id)
+			if t.id.derived {
+				s.applyBlock(r, t.req, &t.id)
+			}
 		}
 		w.Header().Set("X-Metaclaw-Session-Id", t.id.session)
 		if s.o.NotConfigured != "" {

@@ -41,6 +41,33 @@ func (r *request) alreadyInjected() bool {
 	return false
 }
 
+// injectedBlock returns the block a hook put into the system prompt or the
+// newest user message, as text ("" when there is none).
+func (r *request) injectedBlock() string {
+	if r.api == wire.Anthropic {
+		if sys, ok := lookup(r.fields, "system"); ok && hasMarker(sys) {
+			if b := core.FindBlock(contentText(sys)); b != "" {
+				return b
+			}
+		}
+	}
+	lastUserSeen := false
+	for i := len(r.messages) - 1; i >= 0; i-- {
+		m := r.messages[i]
+		isSystem := m.role == "system" || m.role == "developer"
+		isLastUser := m.role == "user" && !lastUserSeen
+		if m.role == "user" {
+			lastUserSeen = true
+		}
+		if (isSystem || isLastUser) && hasMarker(m.raw) {
+			if b := core.FindBlock(contentText(m.content())); b != "" {
+				return b
+			}
+		}
+	}
+	return ""
+}
+
 // inject appends the block to the system prompt: OpenAI's first
 // system/developer message (or a new one at the top), Anthropic's `system`
 // string or block list (a new trailing block, so cached blocks stay intact).

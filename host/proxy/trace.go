@@ -44,3 +44,26 @@ func (s *Server) applyTrace(r *http.Request, id *identity) {
 		id.turnType = core.TurnSide
 	}
 }
+
+// applyBlock does what applyTrace does for clients that send no trace id:
+// a request that already carries an injected block is matched, through the
+// block's key, to the hook that injected it.
+func (s *Server) applyBlock(r *http.Request, req *request, id *identity) {
+	block := req.injectedBlock()
+	if block == "" {
+		return
+	}
+	agent, session, turnType, ok := s.o.ResolveTrace(core.BlockKey(block))
+	if !ok {
+		return
+	}
+	if r.PathValue("agent") == "" && strings.TrimSpace(r.Header.Get("X-Agent-Id")) == "" && agent != "" && agentIDPattern.MatchString(agent) {
+		id.agent = agent
+	}
+	if id.derived && session != "" && len(session) <= 256 {
+		id.session, id.derived = session, false
+	}
+	if turnType == core.TurnSide && r.Header.Get("X-Turn-Type") == "" {
+		id.turnType = core.TurnSide
+	}
+}

@@ -170,6 +170,13 @@ func (s *Server) handleContext(ctx context.Context, raw json.RawMessage) (any, e
 	if inj.IDs != nil {
 		res.IDs = inj.IDs
 	}
+	if inj.Block != "" && p.Session != "" {
+		// Clients without trace ids (Claude Code): the block itself links the
+		// proxied request to this hook's identity.
+		key := core.BlockKey(inj.Block)
+		s.traces.register(key, TraceInfo{Agent: agent, Session: p.Session, TurnType: tt, Client: p.Client}, s.o.TraceTTL)
+		s.blocks.put(promptKey(agent, p.Session), key)
+	}
 	return res, nil
 }
 
@@ -298,6 +305,13 @@ func (s *Server) observe(p protocol.ObserveParams) (protocol.ObserveResult, erro
 	if mode == protocol.ObserveAuto && p.TraceID != "" && s.traces.proxied(p.TraceID) {
 		res.Reason = "recorded by the proxy (same trace id)"
 		return res, nil
+	}
+	if mode == protocol.ObserveAuto && p.TraceID == "" {
+		if key, ok := s.blocks.get(promptKey(agent, p.Session)); ok && s.traces.proxied(key) {
+			s.blocks.del(promptKey(agent, p.Session))
+			res.Reason = "recorded by the proxy (same injected block)"
+			return res, nil
+		}
 	}
 	if p.TurnKey != "" {
 		if _, seen := s.turns.get(p.TurnKey); seen {

@@ -56,6 +56,7 @@ type Server struct {
 	traces  *traceTable
 	turns   *ttlSet[struct{}]  // turn keys already recorded
 	prompts *ttlSet[string]    // agent\x00session → last user text seen by context
+	blocks  *ttlSet[string]    // agent\x00session → key of the last block injected through a hook
 	ended   *ttlSet[time.Time] // sessions ended and not observed since
 	started time.Time
 
@@ -94,6 +95,7 @@ func New(o Options) *Server {
 		traces:  newTraceTable(o.MaxTraces, o.TraceTTL),
 		turns:   newTTLSet[struct{}](20000, 48*time.Hour),
 		prompts: newTTLSet[string](4096, 2*time.Hour),
+		blocks:  newTTLSet[string](4096, 2*time.Hour),
 		ended:   newTTLSet[time.Time](4096, time.Hour),
 		started: time.Now(),
 		conns:   map[*protocol.Conn]struct{}{},

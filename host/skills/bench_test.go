@@ -94,15 +94,26 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 // library of 1,000 skills, cycling through the labelled user turns, and
 // reports p50/p99 latency per call. The per-term FTS5 results are cached
 // (steady state: the terms of earlier turns were seen before).
-func BenchmarkContext1000(b *testing.B) { benchContext(b, false) }
+func BenchmarkContext1000(b *testing.B) { benchContext(b, false, false) }
 
 // BenchmarkContext1000Cold is the same with the term cache emptied before
-// every turn and no background warming: one FTS5 bm25 query over the whole
-// expression per turn (worst case: a conversation whose every word is new).
-func BenchmarkContext1000Cold(b *testing.B) { benchContext(b, true) }
+// every turn and no background warming (a conversation whose every word is
+// new): the terms are served by the in-memory BM25 index built when the
+// library was indexed.
+func BenchmarkContext1000Cold(b *testing.B) { benchContext(b, true, false) }
 
-func benchContext(b *testing.B, cold bool) {
+// BenchmarkContext1000ColdFTS5 is the cold turn without the in-memory
+// index (as when it could not be built): one FTS5 bm25 query over the whole
+// expression per turn.
+func BenchmarkContext1000ColdFTS5(b *testing.B) { benchContext(b, true, true) }
+
+func benchContext(b *testing.B, cold, noIndex bool) {
 	lib := syntheticLibrary(b, 1000)
+	if noIndex {
+		s := *lib.snap.Load()
+		s.kw = nil
+		lib.snap.Store(&s)
+	}
 	var queries [][]string
 	for _, c := range loadLabelled(b, "testdata/retrieval.jsonl") {
 		queries = append(queries, c.Texts)
@@ -166,4 +177,23 @@ func BenchmarkContextRender1000(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
 	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+}
+
+// BenchmarkBM25Index1000 measures building the in-memory BM25 index of
+// 1,000 skills from the FTS5 index (done on every re-index that changes
+// the indexed content).
+func BenchmarkBM25Index1000(b *testing.B) {
+	lib := syntheticLibrary(b, 1000)
+	snap := lib.snap.Load()
+	ctx := context.Background()
+	b.ResetTimer()
+	var ix *bm25Index
+	for i := 0; i < b.N; i++ {
+		var err error
+		if ix, err = buildBM25Index(ctx, lib.r, snap.index); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(ix.terms)), "terms")
+	b.ReportMetric(float64(ix.postings), "postings")
 }

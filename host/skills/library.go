@@ -117,6 +117,9 @@ type snapshot struct {
 	// arrive); the term cache is valid for one gen.
 	gen   uint64
 	index map[string]int32 // name → position in sorted
+	// kw is FTS5's BM25 per indexed token, for gen (nil when it could not
+	// be built: ranking then queries FTS5).
+	kw *bm25Index
 }
 
 // Open loads the library (creating the folder if needed) and indexes it.
@@ -502,8 +505,17 @@ func (l *Library) publish(ctx context.Context, found []scanned) {
 	}
 	next.version = l.version.Add(1)
 	next.gen = old.gen
+	next.kw = old.kw
 	if changed || old.gen == 0 {
 		next.gen = next.version
+		next.kw = nil
+		if len(next.sorted) > 0 {
+			kw, err := buildBM25Index(ctx, l.r, next.index)
+			if err != nil {
+				l.log.Warn().Err(err).Msg("skills: in-memory BM25 index unavailable, ranking through FTS5 queries")
+			}
+			next.kw = kw
+		}
 	}
 	l.snap.Store(next)
 }
@@ -681,7 +693,7 @@ func (l *Library) attachVectors(batch []*entry, vecs [][]float32) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cur := l.snap.Load()
-	next := &snapshot{byName: make(map[string]*entry, len(cur.byName)), sorted: make([]*entry, 0, len(cur.sorted)), active: cur.active, df: cur.df, gen: cur.gen, index: cur.index}
+	next := &snapshot{byName: make(map[string]*entry, len(cur.byName)), sorted: make([]*entry, 0, len(cur.sorted)), active: cur.active, df: cur.df, gen: cur.gen, index: cur.index, kw: cur.kw}
 	upd := map[string][]float32{}
 	for i, e := range batch {
 		if i < len(vecs) && len(vecs[i]) > 0 {

@@ -205,6 +205,19 @@ func (l *Library) termPostings(ctx context.Context, snap *snapshot, term string)
 	return out, nil
 }
 
+// kwPostings returns a term's postings from the in-memory BM25 index; ok
+// is false when the index cannot answer (not built, or a non-ASCII term).
+func (s *snapshot) kwPostings(term string) ([]posting, bool) {
+	if s.kw == nil {
+		return nil, false
+	}
+	tok, ok := ftsToken(term)
+	if !ok {
+		return nil, false
+	}
+	return s.kw.terms[tok], true
+}
+
 type scoreBuf struct {
 	scores  []float64
 	touched []int32
@@ -230,8 +243,13 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 	// Several terms never seen before: one FTS5 query over the whole
 	// expression is cheaper than one per term; the missing terms are
 	// fetched in the background so the next turns are served from memory.
+	// Terms are served by the in-memory BM25 index (every ASCII term:
+	// unknown ones have no postings) or, failing that, by the term cache.
 	missing := 0
 	for _, t := range terms {
+		if _, ok := snap.kwPostings(t); ok {
+			continue
+		}
 		if _, ok := l.terms.get(snap.gen, t); !ok {
 			missing++
 		}
@@ -256,9 +274,12 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 		buf.touched = touched[:0]
 	}()
 	for _, t := range terms {
-		ps, err := l.termPostings(ctx, snap, t)
-		if err != nil {
-			return nil, err
+		ps, ok := snap.kwPostings(t)
+		if !ok {
+			var err error
+			if ps, err = l.termPostings(ctx, snap, t); err != nil {
+				return nil, err
+			}
 		}
 		for _, p := range ps {
 			if scores[p.idx] == 0 {

@@ -39,6 +39,13 @@ func (p *Provider) Context(_ context.Context, q core.Query) (core.Section, error
 	return core.Section{Title: "Memories", Body: "- " + Memory, IDs: []string{"mem:tea"}}, nil
 }
 
+// All returns a copy of every query so far.
+func (p *Provider) All() []core.Query {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]core.Query(nil), p.Queries...)
+}
+
 // Last returns the newest query.
 func (p *Provider) Last() core.Query {
 	p.mu.Lock()
