@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -392,7 +393,24 @@ func newMemEditCmd() *cobra.Command {
 			if p == (memory.Patch{}) {
 				return errors.New("nothing to change: give --content, --type, --importance, --tags, --expires or --no-expiry")
 			}
-			u, err := e.mem.Edit(cmd.Context(), args[0], p)
+			var u memory.Unit
+			if api := runningHost(); api != nil {
+				// The route the dashboard uses (PATCH /v1/memory/{id}).
+				req := memory.PatchRequest{Content: p.Content, Importance: p.Importance, Tags: p.Tags, ExpiresAt: p.ExpiresAt, ClearExpires: p.ClearExpires}
+				if p.Type != nil {
+					t := string(*p.Type)
+					req.Type = &t
+				}
+				var out struct {
+					Memory memory.Unit `json:"memory"`
+				}
+				if err := api.call(cmd.Context(), http.MethodPatch, "/v1/memory/"+url.PathEscape(args[0]), req, &out); err != nil {
+					return err
+				}
+				u = out.Memory
+			} else {
+				u, err = e.mem.Edit(cmd.Context(), args[0], p)
+			}
 			if err != nil {
 				return err
 			}
@@ -427,8 +445,14 @@ func newMemForgetCmd() *cobra.Command {
 			}
 			defer e.Close()
 			var done []string
+			api := runningHost()
 			for _, id := range args {
-				if err := e.mem.Forget(cmd.Context(), id, reason); err != nil {
+				if api != nil {
+					// The route the dashboard uses (POST /v1/memory/forget).
+					if err := api.call(cmd.Context(), http.MethodPost, "/v1/memory/forget", map[string]string{"memory_id": id, "reason": reason}, nil); err != nil {
+						return err
+					}
+				} else if err := e.mem.Forget(cmd.Context(), id, reason); err != nil {
 					return err
 				}
 				done = append(done, id)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -428,6 +430,9 @@ func newSkillsEditCmd() *cobra.Command {
 func newSkillsApproveCmd() *cobra.Command {
 	return &cobra.Command{Use: "approve NAME…", Short: "Make pending skills (or pending edits) live", Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if api := runningHost(); api != nil {
+				return skillActionsViaHost(cmd, api, "approve", "", args)
+			}
 			return withSkills(cmd, func(ctx context.Context, e *skillsEnv) error {
 				for _, n := range args {
 					s, err := e.lib.Approve(ctx, n, cliEvent("approved"))
@@ -445,6 +450,9 @@ func newSkillsRejectCmd() *cobra.Command {
 	var reason string
 	c := &cobra.Command{Use: "reject NAME…", Short: "Drop pending skills or pending edits (the live skill stays)", Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if api := runningHost(); api != nil {
+				return skillActionsViaHost(cmd, api, "reject", reason, args)
+			}
 			return withSkills(cmd, func(ctx context.Context, e *skillsEnv) error {
 				for _, n := range args {
 					if err := e.lib.Reject(ctx, n, reason, cliEvent("rejected")); err != nil {
@@ -462,6 +470,9 @@ func newSkillsRejectCmd() *cobra.Command {
 func newSkillsStatusCmd(verb, status string) *cobra.Command {
 	return &cobra.Command{Use: verb + " NAME…", Short: strings.ToUpper(verb[:1]) + verb[1:] + " skills", Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if api := runningHost(); api != nil {
+				return skillActionsViaHost(cmd, api, verb, "", args)
+			}
 			return withSkills(cmd, func(ctx context.Context, e *skillsEnv) error {
 				for _, n := range args {
 					s, err := e.lib.SetStatus(ctx, n, status, cliEvent(verb+"d"))
@@ -687,4 +698,30 @@ func newSkillsInstallBankCmd() *cobra.Command {
 		}}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// skillActionsViaHost runs approve/reject/enable/disable through the running
+// host's API (POST /v1/skills/{name}/{action}), the route the dashboard uses.
+func skillActionsViaHost(cmd *cobra.Command, api *hostAPI, action, reason string, names []string) error {
+	for _, n := range names {
+		var out struct {
+			Skill struct {
+				Name       string `json:"name"`
+				Status     string `json:"status"`
+				Generation int    `json:"generation"`
+			} `json:"skill"`
+		}
+		if err := api.call(cmd.Context(), http.MethodPost, "/v1/skills/"+url.PathEscape(n)+"/"+action, map[string]string{"reason": reason}, &out); err != nil {
+			return fmt.Errorf("%s %s: %w", action, n, err)
+		}
+		switch action {
+		case "approve":
+			fmt.Fprintf(cmd.OutOrStdout(), "approved %s (generation %d)\n", n, out.Skill.Generation)
+		case "reject":
+			fmt.Fprintf(cmd.OutOrStdout(), "rejected %s\n", n)
+		default:
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is %s\n", n, out.Skill.Status)
+		}
+	}
+	return nil
 }
