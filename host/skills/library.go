@@ -119,7 +119,8 @@ type snapshot struct {
 	index map[string]int32 // name → position in sorted
 	// kw is FTS5's BM25 per indexed token, for gen (nil when it could not
 	// be built: ranking then queries FTS5).
-	kw *bm25Index
+	kw      *bm25Index
+	kwRetry bool // building kw was interrupted: the next sync tries again
 }
 
 // Open loads the library (creating the folder if needed) and indexes it.
@@ -509,13 +510,16 @@ func (l *Library) publish(ctx context.Context, found []scanned) {
 	if changed || old.gen == 0 {
 		next.gen = next.version
 		next.kw = nil
-		if len(next.sorted) > 0 {
-			kw, err := buildBM25Index(ctx, l.r, next.index)
-			if err != nil {
-				l.log.Warn().Err(err).Msg("skills: in-memory BM25 index unavailable, ranking through FTS5 queries")
-			}
-			next.kw = kw
+	}
+	if next.kw == nil && len(next.sorted) > 0 && (next.gen != old.gen || old.kwRetry) {
+		kw, err := buildBM25Index(ctx, l.r, next.index)
+		if err != nil {
+			// A cancelled sync is retried by the next one; other errors
+			// (a library too large for the index) wait for a content change.
+			next.kwRetry = ctx.Err() != nil
+			l.log.Warn().Err(err).Msg("skills: in-memory BM25 index unavailable, ranking through FTS5 queries")
 		}
+		next.kw = kw
 	}
 	l.snap.Store(next)
 }
@@ -693,7 +697,7 @@ func (l *Library) attachVectors(batch []*entry, vecs [][]float32) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cur := l.snap.Load()
-	next := &snapshot{byName: make(map[string]*entry, len(cur.byName)), sorted: make([]*entry, 0, len(cur.sorted)), active: cur.active, df: cur.df, gen: cur.gen, index: cur.index, kw: cur.kw}
+	next := &snapshot{byName: make(map[string]*entry, len(cur.byName)), sorted: make([]*entry, 0, len(cur.sorted)), active: cur.active, df: cur.df, gen: cur.gen, index: cur.index, kw: cur.kw, kwRetry: cur.kwRetry}
 	upd := map[string][]float32{}
 	for i, e := range batch {
 		if i < len(vecs) && len(vecs[i]) > 0 {

@@ -233,9 +233,10 @@ func better(a, b *hit) bool {
 	return a.e.skill.Name < b.e.skill.Name
 }
 
-// keywordHits ranks skills by BM25 through FTS5 over name, description,
-// tags and body: the sum of the query terms' per-term scores (see
-// termCache). Scores are -bm25 (higher is better).
+// keywordHits ranks skills by FTS5's BM25 over name, description, tags
+// and body: the sum of the query terms' per-term scores, from the
+// in-memory index (bm25Index) or else FTS5 and its cache (termCache).
+// Scores are -bm25 (higher is better).
 func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []string, usable func(*entry) bool, limit int) ([]hit, error) {
 	if len(terms) == 0 || len(snap.sorted) == 0 || limit <= 0 {
 		return nil, nil
