@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,49 +25,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
 )
 
-// memCLI runs `metaclaw memory …` in-process against a temp METACLAW_HOME.
-type memCLI struct {
-	t    *testing.T
-	home string
-}
-
-func newMemCLI(t *testing.T) *memCLI {
-	home := t.TempDir()
-	t.Setenv("METACLAW_HOME", home)
-	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"} {
-		t.Setenv(k, "")
-	}
-	return &memCLI{t: t, home: home}
-}
-
-func (c *memCLI) run(args ...string) (string, string, error) {
-	c.t.Helper()
-	root := newRoot()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetIn(strings.NewReader(""))
-	root.SetArgs(append([]string{"memory"}, args...))
-	err := root.Execute()
-	return out.String(), errb.String(), err
-}
-
-func (c *memCLI) ok(args ...string) string {
-	c.t.Helper()
-	out, errOut, err := c.run(args...)
-	if err != nil {
-		c.t.Fatalf("memory %v: %v\n%s%s", args, err, out, errOut)
-	}
-	return out
-}
-
-func (c *memCLI) json(into any, args ...string) {
-	c.t.Helper()
-	out := c.ok(append(args, "--json")...)
-	if err := json.Unmarshal([]byte(out), into); err != nil {
-		c.t.Fatalf("memory %v: %v\n%s", args, err, out)
-	}
-}
+func newMemCLI(t *testing.T) *subCLI { return newSubCLI(t, "memory") }
 
 func TestMemoryCLILifecycle(t *testing.T) {
 	c := newMemCLI(t)
@@ -76,16 +33,16 @@ func TestMemoryCLILifecycle(t *testing.T) {
 		Memory  memory.Unit `json:"memory"`
 		Outcome string      `json:"outcome"`
 	}
-	c.json(&added, "add", "--user", "alice", "I prefer tabs for indentation.")
+	c.jsonOut(&added, "add", "--user", "alice", "I prefer tabs for indentation.")
 	if added.Outcome != memory.OutcomeAdded || added.Memory.Scope != "user:alice" || added.Memory.Type != memory.Preference {
 		t.Fatalf("add %+v", added)
 	}
 	tabs := added.Memory.ID
-	c.json(&added, "add", "--user", "alice", "--tags", "style", "Actually I prefer spaces for indentation.")
+	c.jsonOut(&added, "add", "--user", "alice", "--tags", "style", "Actually I prefer spaces for indentation.")
 	if added.Outcome != memory.OutcomeSuperseded {
 		t.Fatalf("change of mind: %+v", added)
 	}
-	c.json(&added, "add", "--scope", "team:x", "--type", "project_state", "--expires", "30d", "We deploy with Helm.")
+	c.jsonOut(&added, "add", "--scope", "team:x", "--type", "project_state", "--expires", "30d", "We deploy with Helm.")
 	helm := added.Memory.ID
 	if added.Memory.ExpiresAt == nil {
 		t.Fatal("expiry not set")
@@ -94,11 +51,11 @@ func TestMemoryCLILifecycle(t *testing.T) {
 	var list struct {
 		Memories []memory.Unit `json:"memories"`
 	}
-	c.json(&list, "list")
+	c.jsonOut(&list, "list")
 	if len(list.Memories) != 2 {
 		t.Fatalf("list %+v", list)
 	}
-	c.json(&list, "list", "--status", "all", "--user", "alice")
+	c.jsonOut(&list, "list", "--status", "all", "--user", "alice")
 	if len(list.Memories) != 2 {
 		t.Fatalf("list all alice %+v", list)
 	}
@@ -109,7 +66,7 @@ func TestMemoryCLILifecycle(t *testing.T) {
 	var found struct {
 		Results []memory.Hit `json:"results"`
 	}
-	c.json(&found, "search", "--user", "alice", "indentation")
+	c.jsonOut(&found, "search", "--user", "alice", "indentation")
 	if len(found.Results) != 1 || !strings.Contains(found.Results[0].Content, "spaces") {
 		t.Fatalf("search %+v", found)
 	}
@@ -121,7 +78,7 @@ func TestMemoryCLILifecycle(t *testing.T) {
 		Memory memory.Unit    `json:"memory"`
 		Events []memory.Event `json:"events"`
 	}
-	c.json(&shown, "show", tabs)
+	c.jsonOut(&shown, "show", tabs)
 	if shown.Memory.Status != memory.StatusSuperseded || len(shown.Events) != 2 || shown.Events[1].Action != "superseded" {
 		t.Fatalf("show %+v", shown)
 	}
@@ -132,7 +89,7 @@ func TestMemoryCLILifecycle(t *testing.T) {
 	var edited struct {
 		Memory memory.Unit `json:"memory"`
 	}
-	c.json(&edited, "edit", helm, "--content", "We deploy with Argo CD.", "--importance", "0.9", "--no-expiry")
+	c.jsonOut(&edited, "edit", helm, "--content", "We deploy with Argo CD.", "--importance", "0.9", "--no-expiry")
 	if edited.Memory.Content != "We deploy with Argo CD." || edited.Memory.Importance != 0.9 || edited.Memory.ExpiresAt != nil {
 		t.Fatalf("edit %+v", edited.Memory)
 	}
@@ -149,7 +106,7 @@ func TestMemoryCLILifecycle(t *testing.T) {
 		t.Fatalf("export file %v %v", fi, err)
 	}
 	var forgot map[string][]string
-	c.json(&forgot, "forget", helm, "--reason", "test")
+	c.jsonOut(&forgot, "forget", helm, "--reason", "test")
 	if len(forgot["forgotten"]) != 1 {
 		t.Fatalf("forget %v", forgot)
 	}
@@ -157,13 +114,13 @@ func TestMemoryCLILifecycle(t *testing.T) {
 		t.Fatal("forgotten memory still shown")
 	}
 	var imported memory.ImportResult
-	c.json(&imported, "import", exported)
+	c.jsonOut(&imported, "import", exported)
 	if imported.Imported != 1 || imported.Skipped != 2 {
 		t.Fatalf("import %+v", imported)
 	}
 
 	var stats memory.Stats
-	c.json(&stats, "stats")
+	c.jsonOut(&stats, "stats")
 	if stats.Active != 2 || stats.Superseded != 1 || stats.ByType["preference"] != 1 || stats.ByScope["team:x"] != 1 {
 		t.Fatalf("stats %+v", stats)
 	}
@@ -200,7 +157,7 @@ func TestMemoryCLIFlushLocal(t *testing.T) {
 	c.ok("stats")
 	recordTurns(t, c.home, "s1", "Never deploy on Fridays.", "My timezone is UTC+8.")
 	var stats memory.Stats
-	c.json(&stats, "stats")
+	c.jsonOut(&stats, "stats")
 	if stats.PendingTurns != 2 {
 		t.Fatalf("pending %+v", stats)
 	}
@@ -208,11 +165,11 @@ func TestMemoryCLIFlushLocal(t *testing.T) {
 		memory.IngestResponse
 		Via string `json:"via"`
 	}
-	c.json(&out, "flush")
+	c.jsonOut(&out, "flush")
 	if out.Via != "local" || out.Added != 2 || out.Turns != 2 || len(out.Sessions) != 1 {
 		t.Fatalf("flush %+v", out)
 	}
-	c.json(&stats, "stats")
+	c.jsonOut(&stats, "stats")
 	if stats.PendingTurns != 0 || stats.Active != 2 {
 		t.Fatalf("after flush %+v", stats)
 	}
@@ -220,7 +177,7 @@ func TestMemoryCLIFlushLocal(t *testing.T) {
 	var list struct {
 		Memories []memory.Unit `json:"memories"`
 	}
-	c.json(&list, "list")
+	c.jsonOut(&list, "list")
 	for _, u := range list.Memories {
 		if strings.Contains(u.Content, "JSON") {
 			t.Fatalf("system prompt mined: %+v", u)
@@ -253,7 +210,7 @@ func TestMemoryCLIFlushAsksTheRunningHost(t *testing.T) {
 		memory.IngestResponse
 		Via string `json:"via"`
 	}
-	c.json(&out, "flush", "--session", "s2")
+	c.jsonOut(&out, "flush", "--session", "s2")
 	if out.Via != "host" || out.Added != 1 {
 		t.Fatalf("flush %+v", out)
 	}

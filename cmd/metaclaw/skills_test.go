@@ -10,47 +10,51 @@ import (
 	"testing"
 )
 
-// skillsCLI runs the real cobra tree in-process against a temp METACLAW_HOME.
-type skillsCLI struct {
+// subCLI runs one `metaclaw <command> …` subtree in-process, through the
+// real cobra tree, against a temp METACLAW_HOME.
+type subCLI struct {
 	t    *testing.T
 	home string
+	cmd  string
 }
 
-func newSkillsCLI(t *testing.T) *skillsCLI {
+func newSubCLI(t *testing.T, cmd string) *subCLI {
 	home := t.TempDir()
 	t.Setenv("METACLAW_HOME", home)
 	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "VISUAL"} {
 		t.Setenv(k, "")
 	}
-	return &skillsCLI{t: t, home: home}
+	return &subCLI{t: t, home: home, cmd: cmd}
 }
 
-func (c *skillsCLI) run(args ...string) (string, string, error) {
+func newSkillsCLI(t *testing.T) *subCLI { return newSubCLI(t, "skills") }
+
+func (c *subCLI) run(args ...string) (string, string, error) {
 	c.t.Helper()
 	root := newRoot()
 	var out, errb bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errb)
 	root.SetIn(strings.NewReader(""))
-	root.SetArgs(append([]string{"skills"}, args...))
+	root.SetArgs(append([]string{c.cmd}, args...))
 	err := root.Execute()
 	return out.String(), errb.String(), err
 }
 
-func (c *skillsCLI) ok(args ...string) string {
+func (c *subCLI) ok(args ...string) string {
 	c.t.Helper()
 	out, errOut, err := c.run(args...)
 	if err != nil {
-		c.t.Fatalf("skills %v: %v\n%s%s", args, err, out, errOut)
+		c.t.Fatalf("%s %v: %v\n%s%s", c.cmd, args, err, out, errOut)
 	}
 	return out
 }
 
-func (c *skillsCLI) jsonOut(into any, args ...string) {
+func (c *subCLI) jsonOut(into any, args ...string) {
 	c.t.Helper()
 	out := c.ok(append(args, "--json")...)
 	if err := json.Unmarshal([]byte(out), into); err != nil {
-		c.t.Fatalf("skills %v: %v\n%s", args, err, out)
+		c.t.Fatalf("%s %v: %v\n%s", c.cmd, args, err, out)
 	}
 }
 
