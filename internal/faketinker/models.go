@@ -12,14 +12,14 @@ import (
 // model is one LoRA under training with its FIFO of operations.
 type model struct {
 	id, session, base string
-	lora             loraConfig
-	tr               *toy.Trainer // touched only by the model's worker
-	ops              map[int]*work
-	next             int
-	wake             chan struct{}
-	unloaded         bool
-	checkpoints      []*checkpoint
-	reserved         map[string]bool // checkpoint ids promised by queued saves
+	lora              loraConfig
+	tr                *toy.Trainer // touched only by the model's worker
+	ops               map[int]*work
+	next              int
+	wake              chan struct{}
+	unloaded          bool
+	checkpoints       []*checkpoint
+	reserved          map[string]bool // checkpoint ids promised by queued saves
 }
 
 // checkpoint is saved weights under a tinker:// path.

@@ -10,10 +10,10 @@ type session struct {
 	sdkVersion string
 	lastBeat   time.Time
 	expired    bool
-	models     map[int]*work   // model_seq_id → its create_model work
-	samplers   map[int]string  // sampling_session_seq_id → sampler id
-	createdBy  map[int]string  // sampling_session_seq_id → what it was made from
-	modelIDs   map[int]string  // model_seq_id → model id
+	models     map[int]*work  // model_seq_id → its create_model work
+	samplers   map[int]string // sampling_session_seq_id → sampler id
+	createdBy  map[int]string // sampling_session_seq_id → what it was made from
+	modelIDs   map[int]string // model_seq_id → model id
 	heartbeats int
 }
 

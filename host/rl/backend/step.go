@@ -65,7 +65,9 @@ type StepError struct {
 	Partial *StepResult
 }
 
-func (e *StepError) Error() string { return fmt.Sprintf("training step failed at %s: %v", e.Stage, e.Err) }
+func (e *StepError) Error() string {
+	return fmt.Sprintf("training step failed at %s: %v", e.Stage, e.Err)
+}
 func (e *StepError) Unwrap() error { return e.Err }
 
 // RunStep runs one step on t: pipelined when t is a Stepper, otherwise one
