@@ -198,7 +198,7 @@ func TestFIFOBySeqID(t *testing.T) {
 	if n := s.Count("op:optim_step"); n != 0 {
 		t.Fatalf("optim_step ran %d times before seq 1 arrived", n)
 	}
-	f1 := c.post("forward_backward", map[string]any{"forward_backward_input": map[string]any{"data": []any{datumJSON([]int{1}, 2, -3, 1)}, "loss_fn": "importance_sampling"}, "model_id": mid, "seq_id": 1, "type": "forward_backward"})
+	f1 := c.post("forward_backward", map[string]any{"forward_backward_input": map[string]any{"data": []any{datumJSON([]int{1}, 2, -3, 1)}, "loss_fn": "importance_sampling"}, "model_id": mid, "seq_id": 1})
 	out := c.wait(f1["request_id"])
 	if _, ok := out["metrics"].(map[string]any)["loss:sum"]; !ok {
 		t.Errorf("forward_backward result %v", out)

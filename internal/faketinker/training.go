@@ -158,18 +158,12 @@ func (s *Server) forwardBackward(r *http.Request, body []byte) (any, *httpError)
 	if herr := decodeStrict(body, &req); herr != nil {
 		return nil, herr
 	}
-	if herr := checkType(req.Type, "forward_backward"); herr != nil {
-		return nil, herr
-	}
 	return s.fwd(r, body, req.ForwardBackwardInput, req.ModelID, req.SeqID, "forward_backward", false)
 }
 
 func (s *Server) forward(r *http.Request, body []byte) (any, *httpError) {
 	var req forwardReq
 	if herr := decodeStrict(body, &req); herr != nil {
-		return nil, herr
-	}
-	if herr := checkType(req.Type, "forward"); herr != nil {
 		return nil, herr
 	}
 	return s.fwd(r, body, req.ForwardInput, req.ModelID, req.SeqID, "forward", true)

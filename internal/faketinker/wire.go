@@ -74,18 +74,18 @@ type fwdInput struct {
 	LossFnConfig map[string]float64 `json:"loss_fn_config"`
 }
 
+// forward_backward and forward carry no "type" in the documented body; a
+// strict server rejects one.
 type forwardBackwardReq struct {
 	ForwardBackwardInput *fwdInput `json:"forward_backward_input"`
 	ModelID              string    `json:"model_id"`
 	SeqID                *int      `json:"seq_id"`
-	Type                 *string   `json:"type"`
 }
 
 type forwardReq struct {
 	ForwardInput *fwdInput `json:"forward_input"`
 	ModelID      string    `json:"model_id"`
 	SeqID        *int      `json:"seq_id"`
-	Type         *string   `json:"type"`
 }
 
 // adamParams: weight_decay and grad_clip_norm exist only in the newer
