@@ -22,8 +22,9 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/subplugin/sdk"
 )
 
-// refPlugin is the reference embedder plugin, built by TestMain.
-var refPlugin string
+// refPlugin and refTrainer are the reference embedder and trainer plugins,
+// built by TestMain.
+var refPlugin, refTrainer string
 
 // helperEnv makes the test binary itself act as a (misbehaving) plugin:
 // the go-plugin helper-process pattern.
@@ -40,10 +41,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	refPlugin = filepath.Join(dir, ExecName("embedder", "ref"))
-	if err := buildRef(refPlugin); err != nil {
-		fmt.Fprintln(os.Stderr, "build reference plugin:", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
+	refTrainer = filepath.Join(dir, ExecName("trainer", "ref"))
+	for out, pkg := range map[string]string{refPlugin: "metaclaw-embedder-ref", refTrainer: "metaclaw-trainer-ref"} {
+		if err := buildRef(out, pkg); err != nil {
+			fmt.Fprintln(os.Stderr, "build reference plugin:", err)
+			_ = os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	Shutdown()
@@ -55,14 +59,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func buildRef(out string) error {
+func buildRef(out, pkg string) error {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, "github.com/metaclaw-go/metaclaw/cmd/metaclaw-embedder-ref")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, "github.com/metaclaw-go/metaclaw/cmd/"+pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%v: %s", err, b)
@@ -192,6 +196,10 @@ func runHelper(mode string) {
 		})
 	case "slow-start":
 		time.Sleep(time.Minute)
+	case "judge":
+		sdk.ServeJudge(lengthJudge{})
+	case "judge-bad-score":
+		sdk.ServeJudge(lengthJudge{bad: true})
 	case "raw":
 		serveRaw()
 	case "host":
