@@ -34,9 +34,11 @@ type refBackend struct {
 	name string
 }
 
-func (r refBackend) Name() string     { return r.name }
-func (r refBackend) Version() string  { return version }
-func (r refBackend) Losses() []string { return []string{"importance_sampling", "ppo", "cispo", "cross_entropy"} }
+func (r refBackend) Name() string    { return r.name }
+func (r refBackend) Version() string { return version }
+func (r refBackend) Losses() []string {
+	return []string{"importance_sampling", "ppo", "cispo", "cross_entropy"}
+}
 
 var _ backend.Backend = refBackend{}
 

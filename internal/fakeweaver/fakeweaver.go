@@ -142,7 +142,9 @@ func bad(format string, a ...any) *apiErr {
 	return &apiErr{status: 400, code: "invalid_argument", msg: fmt.Sprintf(format, a...)}
 }
 
-func notFound(what string) *apiErr { return &apiErr{status: 404, code: "not_found", msg: what + " not found"} }
+func notFound(what string) *apiErr {
+	return &apiErr{status: 404, code: "not_found", msg: what + " not found"}
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
