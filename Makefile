@@ -7,9 +7,10 @@ export CGO_ENABLED ?= 0
 
 .PHONY: build run test test-short vet fuzz bench clean e2e-openclaw e2e-nanoclaw
 
-build: ## bin/metaclaw, a static binary (and the reference embedder sub-plugin)
+build: ## bin/metaclaw, a static binary (and the reference embedder and trainer sub-plugins)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/metaclaw
 	$(GO) build -trimpath -ldflags '-s -w' -o bin/metaclaw-embedder-ref ./cmd/metaclaw-embedder-ref
+	$(GO) build -trimpath -ldflags '-s -w' -o bin/metaclaw-trainer-ref ./cmd/metaclaw-trainer-ref
 
 run: build ## the main job: the host in the foreground with the user's config
 	./$(BIN) start --foreground

@@ -145,10 +145,11 @@ type Memory struct {
 // RL configures RL sample collection and cloud LoRA training.
 type RL struct {
 	Enabled             bool    `yaml:"enabled" default:"false" desc:"Collect samples and train (also on when mode is rl or auto)."`
-	Backend             string  `yaml:"backend" default:"auto" enum:"auto,tinker,mint,weaver" desc:"Training backend; auto picks from the key/base URL."`
+	Backend             string  `yaml:"backend" default:"auto" enum:"auto,tinker,mint,weaver,plugin" desc:"Training backend: tinker and mint speak Tinker's JSON protocol, weaver its REST API, plugin a Trainer sub-plugin (plugins.trainer); auto picks weaver or mint from WEAVER_*/MINT_* env, an sk-mint- key or the base URL's host, else tinker."`
 	Model               string  `yaml:"model" desc:"Base model to train a LoRA on; empty = llm.model_id."`
-	APIKey              string  `yaml:"api_key" secret:"1" desc:"Training backend API key."`
-	BaseURL             string  `yaml:"base_url" check:"url" desc:"Training backend URL; empty = the backend's default."`
+	APIKey              string  `yaml:"api_key" secret:"1" desc:"Training backend API key (Tinker: tml-…, sent as X-API-Key; MinT: sk-mint-…; Weaver: sk-…). Empty: TINKER_API_KEY, MINT_API_KEY or WEAVER_API_KEY by backend."`
+	BaseURL             string  `yaml:"base_url" check:"url" desc:"Training backend URL; empty = the backend's env (TINKER_BASE_URL, MINT_BASE_URL, WEAVER_BASE_URL), else its public default."`
+	SDKVersion          string  `yaml:"sdk_version" desc:"SDK version reported to a Tinker/MinT service (it gates protocol features on it); empty = 0.24.0 for tinker, 0.6.0 for mint."`
 	TinkerAPIKey        string  `yaml:"tinker_api_key" secret:"1" sameas:"rl.api_key" desc:"Python name of rl.api_key."`
 	TinkerBaseURL       string  `yaml:"tinker_base_url" check:"url" sameas:"rl.base_url" desc:"Python name of rl.base_url."`
 	TinkerSamplingURL   string  `yaml:"tinker_sampling_url" status:"compat" desc:"Python: unused sampling endpoint."`
@@ -160,13 +161,15 @@ type RL struct {
 	PRMM                int     `yaml:"prm_m" default:"3" min:"1" desc:"Judge votes per turn (majority vote)."`
 	PRMTemperature      float64 `yaml:"prm_temperature" default:"0.6" min:"0" max:"2" desc:"Judge sampling temperature."`
 	PRMMaxNewTokens     int     `yaml:"prm_max_new_tokens" default:"1024" min:"1" desc:"Judge reply token cap."`
-	LoRARank            int     `yaml:"lora_rank" default:"32" min:"1" desc:"LoRA rank."`
+	LoRARank            int     `yaml:"lora_rank" default:"32" min:"1" desc:"LoRA rank; a power of two (Tinker refuses others)."`
 	BatchSize           int     `yaml:"batch_size" default:"4" min:"1" desc:"Samples per training step."`
 	LearningRate        float64 `yaml:"learning_rate" default:"0.0001" min:">0" desc:"Adam learning rate."`
 	MaxSteps            int     `yaml:"max_steps" default:"1000" min:"0" desc:"Stop training after this many steps; 0 = no limit."`
-	LossFn              string  `yaml:"loss_fn" default:"importance_sampling" enum:"importance_sampling,ppo,cispo,cross_entropy,truncated_importance_sampling" desc:"Training loss."`
+	LossFn              string  `yaml:"loss_fn" default:"importance_sampling" enum:"importance_sampling,ppo,cispo,cross_entropy,truncated_importance_sampling" desc:"Training loss (Weaver has no ppo or cispo)."`
+	Advantage           string  `yaml:"advantage" default:"grpo" enum:"grpo,batch,raw" desc:"How rewards become advantages: grpo normalises within groups of samples that share a prompt and the rest over the batch; batch normalises over the whole batch (the Python behaviour); raw uses the reward as is."`
+	CheckpointEvery     int     `yaml:"checkpoint_every" default:"5" min:"0" desc:"Save a training checkpoint (weights and optimizer state) every N steps; 0 = never."`
 	SaveWeightsTimeoutS float64 `yaml:"save_weights_timeout_s" default:"200" min:">0" desc:"Timeout for refreshing the sampling weights after a step, seconds."`
-	ResumeFromCkpt      string  `yaml:"resume_from_ckpt" desc:"Checkpoint to resume from, e.g. tinker://…/weights/step_0003."`
+	ResumeFromCkpt      string  `yaml:"resume_from_ckpt" desc:"Training checkpoint to resume from (weights and optimizer state), e.g. tinker://…/weights/step_0003; empty = the last one MetaClaw saved, if any."`
 	EvolverAPIBase      string  `yaml:"evolver_api_base" check:"url" sameas:"skills.evolver.api_base" desc:"Python name of skills.evolver.api_base."`
 	EvolverAPIKey       string  `yaml:"evolver_api_key" secret:"1" sameas:"skills.evolver.api_key" desc:"Python name of skills.evolver.api_key."`
 	EvolverModel        string  `yaml:"evolver_model" sameas:"skills.evolver.model" desc:"Python name of skills.evolver.model."`
@@ -218,7 +221,9 @@ type OpenRouter struct {
 type Plugins struct {
 	Dir                string `yaml:"dir" default:"$METACLAW_HOME/plugins" check:"path" desc:"Directory searched for sub-plugin executables named metaclaw-<kind>-<name>."`
 	Embedder           string `yaml:"embedder" desc:"Embedder shared by skills and memory: empty = each uses its own default; hashing = the built-in hashing embedder; a name = <plugins.dir>/metaclaw-embedder-<name>; a path = that plugin executable."`
-	CallTimeoutSeconds int    `yaml:"call_timeout_seconds" default:"30" min:"1" desc:"Deadline of each call to a sub-plugin, seconds."`
+	Trainer            string `yaml:"trainer" desc:"Trainer sub-plugin used when rl.backend is plugin: a name = <plugins.dir>/metaclaw-trainer-<name>; a path = that plugin executable."`
+	Judge              string `yaml:"judge" desc:"Judge (reward) sub-plugin that replaces the rl.prm_url judge: a name = <plugins.dir>/metaclaw-judge-<name>; a path = that plugin executable; empty = the rl.prm_* judge."`
+	CallTimeoutSeconds int    `yaml:"call_timeout_seconds" default:"30" min:"1" desc:"Deadline of each call to a sub-plugin, seconds (trainer plugins get at least 15 minutes)."`
 	MaxRestarts        int    `yaml:"max_restarts" default:"5" min:"0" desc:"Relaunches of a crashed sub-plugin allowed within 10 minutes before it is disabled; 0 = never relaunch."`
 }
 

@@ -75,6 +75,15 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if r := c.RL.LoRARank; r > 0 && r&(r-1) != 0 {
+		errs.add(c.fieldErr("rl.lora_rank", fmt.Sprintf("must be a power of two (8, 16, 32, 64, …); got %d. Fix: `metaclaw config set rl.lora_rank 32`", r)))
+	}
+	if c.RL.Backend == "plugin" && strings.TrimSpace(c.Plugins.Trainer) == "" {
+		errs.add(c.fieldErr("rl.backend", "is plugin, but `plugins.trainer` is empty. Fix: name the trainer plugin with `metaclaw config set plugins.trainer <name-or-path>`, or pick a built-in backend (tinker, mint, weaver)"))
+	}
+	if c.RL.Backend == "weaver" && (c.RL.LossFn == "ppo" || c.RL.LossFn == "cispo") {
+		errs.add(c.fieldErr("rl.loss_fn", fmt.Sprintf("is %s, which Weaver does not offer. Fix: `metaclaw config set rl.loss_fn importance_sampling` (or truncated_importance_sampling)", c.RL.LossFn)))
+	}
 	if !isLoopback(c.Proxy.Host) && c.Proxy.APIKey == "" {
 		errs.add(c.fieldErr("proxy.host", fmt.Sprintf("is %q, which is not a loopback address, but `proxy.api_key` is empty: anyone who can reach this port could spend your LLM credits. Fix: set a key with `metaclaw config set proxy.api_key <long-random-secret>` (clients send it as a Bearer token), or listen locally with `metaclaw config set proxy.host 127.0.0.1`", c.Proxy.Host)))
 	}
