@@ -37,6 +37,7 @@ bench: ## proxy overhead vs a bare httputil.ReverseProxy, plus micro-benchmarks
 	$(GO) run ./tools/proxybench
 	$(GO) test -run '^$$' -bench . -benchmem ./host/proxy/ ./host/wire/ ./host/tokens/ ./host/skills/
 	$(GO) test -run '^$$' -bench 'Retrieve|Ingest' -benchtime 2000x ./host/memory/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 10x ./host/rl/batch/ ./host/rl/backend/tinker/
 
 e2e-openclaw: ## opt-in: the real OpenClaw (npm, cached in ~/.cache/metaclaw-e2e) with the MetaClaw extension
 	./test/e2e/openclaw/run.sh
