@@ -196,3 +196,20 @@ func (d Datum) EstimateJSONBytes() int {
 	}
 	return n
 }
+
+// FloatsWithNulls converts a decoded JSON list of numbers and nulls (how the
+// services send log-probs) to float32, a null becoming NaN.
+func FloatsWithNulls(v []*float64) []float32 {
+	if v == nil {
+		return nil
+	}
+	out := make([]float32, len(v))
+	for i, x := range v {
+		if x == nil {
+			out[i] = float32(math.NaN())
+		} else {
+			out[i] = float32(*x)
+		}
+	}
+	return out
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
@@ -112,24 +111,8 @@ func decodeSample(raw json.RawMessage, n int) (*backend.SampleResult, error) {
 		if q.Logprobs != nil && len(q.Logprobs) != len(q.Tokens) {
 			return nil, fmt.Errorf("sample: sequence %d has %d logprobs for %d tokens", i, len(q.Logprobs), len(q.Tokens))
 		}
-		res.Sequences[i] = backend.Sequence{Tokens: q.Tokens, StopReason: q.StopReason, Logprobs: floats(q.Logprobs)}
+		res.Sequences[i] = backend.Sequence{Tokens: q.Tokens, StopReason: q.StopReason, Logprobs: backend.FloatsWithNulls(q.Logprobs)}
 	}
-	res.PromptLogprobs = floats(out.PromptLogprobs)
+	res.PromptLogprobs = backend.FloatsWithNulls(out.PromptLogprobs)
 	return res, nil
-}
-
-// floats converts a JSON list with nulls (NaN) to float32.
-func floats(v []*float64) []float32 {
-	if v == nil {
-		return nil
-	}
-	out := make([]float32, len(v))
-	for i, x := range v {
-		if x == nil {
-			out[i] = float32(math.NaN())
-		} else {
-			out[i] = float32(*x)
-		}
-	}
-	return out
 }

@@ -342,8 +342,8 @@ func (s *Sampler) Sample(ctx context.Context, req backend.SampleRequest) (*backe
 		if len(q.Logprobs) != len(q.Tokens) {
 			return nil, fmt.Errorf("weaver sample: sequence %d has %d logprobs for %d tokens", i, len(q.Logprobs), len(q.Tokens))
 		}
-		res.Sequences = append(res.Sequences, backend.Sequence{Tokens: q.Tokens, Logprobs: f32(q.Logprobs), StopReason: q.StopReason})
+		res.Sequences = append(res.Sequences, backend.Sequence{Tokens: q.Tokens, Logprobs: backend.FloatsWithNulls(q.Logprobs), StopReason: q.StopReason})
 	}
-	res.PromptLogprobs = f32(b.PromptLogprobs)
+	res.PromptLogprobs = backend.FloatsWithNulls(b.PromptLogprobs)
 	return res, nil
 }

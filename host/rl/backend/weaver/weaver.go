@@ -373,19 +373,3 @@ func (c *Client) Sampler(ctx context.Context, spec backend.SamplerSpec) (backend
 	}
 	return &Sampler{c: c, id: id, path: spec.Path}, nil
 }
-
-// f32 converts a JSON list with nulls (NaN) to float32.
-func f32(v []*float64) []float32 {
-	if v == nil {
-		return nil
-	}
-	out := make([]float32, len(v))
-	for i, x := range v {
-		if x == nil {
-			out[i] = float32(math.NaN())
-		} else {
-			out[i] = float32(*x)
-		}
-	}
-	return out
-}
