@@ -32,7 +32,7 @@ func TestDiscover(t *testing.T) {
 	write("README.md", 0o644)
 	write("metaclaw-embedder-noexec", 0o644)
 	write("metaclaw-embedder-open", 0o777)
-	write("metaclaw-trainer-tinker2", 0o755)
+	write("metaclaw-painter-van_gogh", 0o755)
 	write("metaclaw-embedder-Bad.Name", 0o755)
 	write("metaclaw-embedder", 0o755)
 	if err := os.Mkdir(filepath.Join(dir, "metaclaw-embedder-dir"), 0o755); err != nil {
@@ -59,7 +59,7 @@ func TestDiscover(t *testing.T) {
 	want := map[string]string{
 		"metaclaw-embedder-noexec":   "chmod +x",
 		"metaclaw-embedder-open":     "writable by every user",
-		"metaclaw-trainer-tinker2":   `unknown plugin kind "trainer"`,
+		"metaclaw-painter-van_gogh":  `unknown plugin kind "painter"`,
 		"metaclaw-embedder-Bad.Name": "use only a-z",
 		"metaclaw-embedder":          "metaclaw-<kind>-<name>",
 		"metaclaw-embedder-dir":      "not a regular file",
