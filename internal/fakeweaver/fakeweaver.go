@@ -308,6 +308,7 @@ func (s *Server) enqueue(m *model, route string, f func() (any, *apiErr)) (any, 
 	s.mu.Lock()
 	op := &operation{ID: s.id("op"), Status: "pending"}
 	s.ops[op.ID] = op
+	answer := *op // copied before the worker can touch op
 	fail := s.failNext[route]
 	delete(s.failNext, route)
 	s.mu.Unlock()
@@ -337,8 +338,7 @@ func (s *Server) enqueue(m *model, route string, f func() (any, *apiErr)) (any, 
 	} else {
 		m.queue <- run
 	}
-	c := *op
-	return &c, 202, nil
+	return &answer, 202, nil
 }
 
 func (s *Server) lookup(mid string) (*model, *apiErr) {
