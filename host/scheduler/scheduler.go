@@ -134,8 +134,8 @@ func New(ctx context.Context, o Options) (*Scheduler, error) {
 	}
 	s.avg.set(s.p.StepAvg, s.p.Steps)
 	s.savedAct = s.p.LastActivity
-	s.lastAct.Store(s.p.LastActivity.UnixNano())
 	if !s.p.LastActivity.IsZero() {
+		s.lastAct.Store(s.p.LastActivity.UnixNano())
 		for _, src := range o.Sources {
 			if a, ok := src.(Activity); ok {
 				a.Touch(s.p.LastActivity)

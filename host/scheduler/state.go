@@ -61,7 +61,7 @@ func (s SQLStore) Load(ctx context.Context) (Persisted, bool, error) {
 	var since, until, avg, act int64
 	var paused int
 	var last string
-	err := s.R.QueryRowContext(ctx, `SELECT state, reason, since, window_id, user_paused, paused_until, step_avg_ms, steps, last_step, last_activity
+	err := s.R.QueryRowContext(ctx, `SELECT state, reason, since, window_id, user_paused, paused_until, step_avg_us, steps, last_step, last_activity
 FROM scheduler_state WHERE id = 1`).Scan(&p.State, &p.Reason, &since, &p.WindowID, &paused, &until, &avg, &p.Steps, &last, &act)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, false, nil
@@ -71,7 +71,7 @@ FROM scheduler_state WHERE id = 1`).Scan(&p.State, &p.Reason, &since, &p.WindowI
 	}
 	p.Since, p.PausedUntil, p.LastActivity = timeOf(since), timeOf(until), timeOf(act)
 	p.UserPaused = paused != 0
-	p.StepAvg = time.Duration(avg) * time.Millisecond
+	p.StepAvg = time.Duration(avg) * time.Microsecond
 	if last != "" {
 		var r stepJSON
 		if json.Unmarshal([]byte(last), &r) == nil {
@@ -93,13 +93,13 @@ func (s SQLStore) Save(ctx context.Context, p Persisted) error {
 	if p.UserPaused {
 		paused = 1
 	}
-	_, err := s.W.ExecContext(ctx, `INSERT INTO scheduler_state (id, state, reason, since, window_id, user_paused, paused_until, step_avg_ms, steps, last_step, last_activity)
+	_, err := s.W.ExecContext(ctx, `INSERT INTO scheduler_state (id, state, reason, since, window_id, user_paused, paused_until, step_avg_us, steps, last_step, last_activity)
 VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT(id) DO UPDATE SET state = excluded.state, reason = excluded.reason, since = excluded.since,
     window_id = excluded.window_id, user_paused = excluded.user_paused, paused_until = excluded.paused_until,
-    step_avg_ms = excluded.step_avg_ms, steps = excluded.steps, last_step = excluded.last_step,
+    step_avg_us = excluded.step_avg_us, steps = excluded.steps, last_step = excluded.last_step,
     last_activity = excluded.last_activity`,
-		string(p.State), p.Reason, msOf(p.Since), p.WindowID, paused, msOf(p.PausedUntil), p.StepAvg.Milliseconds(), p.Steps, last, msOf(p.LastActivity))
+		string(p.State), p.Reason, msOf(p.Since), p.WindowID, paused, msOf(p.PausedUntil), p.StepAvg.Microseconds(), p.Steps, last, msOf(p.LastActivity))
 	if err != nil {
 		return fmt.Errorf("save scheduler state: %w", err)
 	}

@@ -12,7 +12,7 @@ CREATE TABLE scheduler_state (
     window_id     INTEGER NOT NULL DEFAULT 0,
     user_paused   INTEGER NOT NULL DEFAULT 0,
     paused_until  INTEGER NOT NULL DEFAULT 0,  -- 0 = until resumed
-    step_avg_ms   INTEGER NOT NULL DEFAULT 0,
+    step_avg_us   INTEGER NOT NULL DEFAULT 0,  -- microseconds
     steps         INTEGER NOT NULL DEFAULT 0,
     last_step     TEXT NOT NULL DEFAULT '',    -- JSON of the last step report
     last_activity INTEGER NOT NULL DEFAULT 0
