@@ -242,6 +242,9 @@ func (s *Scheduler) Run(ctx context.Context, stopGrace time.Duration) {
 		if w, ok := src.(Waker); ok {
 			wakers = append(wakers, w.Wake())
 		}
+		if r, ok := src.(Runner); ok {
+			go r.Run(ctx)
+		}
 	}
 	for _, ch := range wakers {
 		go func(ch <-chan struct{}) {
