@@ -64,7 +64,11 @@ func parseHHMM(s string) (int, error) {
 func (s *Source) Name() string { return "sleep" }
 
 func (s *Source) label() string {
-	return fmt.Sprintf("sleep hours %s–%s (%s)", s.startText, s.endText, s.loc)
+	zone := s.loc.String()
+	if zone == "Local" {
+		zone, _ = time.Now().In(s.loc).Zone()
+	}
+	return fmt.Sprintf("sleep hours %s–%s (%s)", s.startText, s.endText, zone)
 }
 
 // Check implements scheduler.Source.
