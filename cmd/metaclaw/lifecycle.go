@@ -208,6 +208,9 @@ func printStatus(w interface{ Write([]byte) (int, error) }, st daemon.Status) {
 		fmt.Fprintf(w, "  llm       %s: %d calls (%d failed), %d in / %d out tokens\n", purpose, u.Calls, u.Failed, u.InputTokens, u.OutputTokens)
 	}
 	fmt.Fprintf(w, "  rl        %s: %s\n", st.RL.State, st.RL.Reason)
+	if st.Scheduler != nil {
+		printScheduler(w, "  ", *st.Scheduler)
+	}
 	for _, warn := range st.Warnings {
 		fmt.Fprintf(w, "  warning   %s\n", warn)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	_ "time/tzdata" // scheduler.timezone works on systems without zoneinfo
 )
 
 func main() {

@@ -24,6 +24,7 @@ $METACLAW_HOME/config.yaml, secrets in $METACLAW_HOME/secrets.yaml (0600).`,
 	root.AddCommand(newPluginCmd(), newMCPCmd())
 	root.AddCommand(newSkillsCmd())
 	root.AddCommand(newMemoryCmd())
+	root.AddCommand(newSchedulerCmd())
 	root.AddCommand(newWireCmd(), newUnwireCmd(), newDoctorCmd(), newUninstallCmd())
 	return root
 }

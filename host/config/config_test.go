@@ -59,7 +59,7 @@ func TestSchemaInvariants(t *testing.T) {
 			t.Errorf("%s: missing description or type", k.Path)
 		}
 		last := k.Path[strings.LastIndex(k.Path, ".")+1:]
-		if (strings.HasSuffix(last, "api_key") || strings.HasSuffix(last, "token")) != k.Secret {
+		if (strings.HasSuffix(last, "api_key") || strings.HasSuffix(last, "token") || last == "ics_url") != k.Secret {
 			t.Errorf("%s: secret flag %v does not match its name", k.Path, k.Secret)
 		}
 		f := schema().lookup(k.Path)

@@ -186,21 +186,28 @@ type OPD struct {
 	KLPenaltyCoef float64 `yaml:"kl_penalty_coef" default:"1.0" min:"0" desc:"Weight of the reverse-KL penalty."`
 }
 
-// Scheduler gates training to idle or sleep windows.
+// Scheduler gates training to windows when the user is away (host/scheduler).
 type Scheduler struct {
-	Enabled              bool     `yaml:"enabled" default:"false" desc:"Train only in idle/sleep/calendar-free windows (forced on in auto mode)."`
-	IdleThresholdMinutes int      `yaml:"idle_threshold_minutes" default:"30" min:"0" desc:"User idle this long opens a training window."`
-	SleepStart           string   `yaml:"sleep_start" default:"23:00" check:"hhmm" desc:"Start of the nightly window, HH:MM local time."`
-	SleepEnd             string   `yaml:"sleep_end" default:"07:00" check:"hhmm" desc:"End of the nightly window, HH:MM local time."`
-	MinWindowMinutes     int      `yaml:"min_window_minutes" default:"15" min:"0" desc:"Smallest window worth starting a training step in."`
+	Enabled              bool     `yaml:"enabled" default:"false" desc:"In rl mode, train only in windows when the user is away (sleep hours, idle, calendar events) instead of at once; auto mode always does."`
+	IdleThresholdMinutes int      `yaml:"idle_threshold_minutes" default:"30" min:"0" desc:"No keyboard/mouse input and no proxy traffic for this long opens a training window; 0 = no idle windows."`
+	IdleSource           string   `yaml:"idle_source" default:"auto" enum:"auto,logind,macos,traffic" desc:"How input idleness is read: auto (logind on Linux, HIDIdleTime on macOS), logind, macos, or traffic (proxy requests only). metaclaw status names the one in use."`
+	SleepStart           string   `yaml:"sleep_start" default:"23:00" check:"hhmm" desc:"Start of the nightly window, HH:MM in scheduler.timezone."`
+	SleepEnd             string   `yaml:"sleep_end" default:"07:00" check:"hhmm" desc:"End of the nightly window, HH:MM in scheduler.timezone (may be after midnight); equal to sleep_start = no nightly window."`
+	Timezone             string   `yaml:"timezone" check:"tz" desc:"IANA time zone of sleep hours and all-day events, e.g. Europe/Berlin; empty = the system's."`
+	MinWindowMinutes     int      `yaml:"min_window_minutes" default:"15" min:"0" desc:"A window known to end sooner than this (or than one training step, measured) is not started."`
+	ReturnGraceMinutes   int      `yaml:"return_grace_minutes" default:"5" min:"0" desc:"After a request of the user no window opens until the proxy has been quiet this long (the user is back)."`
 	Calendar             Calendar `yaml:"calendar"`
 }
 
-// Calendar is the optional Google Calendar integration of the scheduler.
+// Calendar is the scheduler's calendar integration: busy events are windows.
 type Calendar struct {
-	Enabled         bool   `yaml:"enabled" default:"false" desc:"Treat meetings as training windows."`
-	CredentialsPath string `yaml:"credentials_path" check:"path" desc:"Google OAuth client_secrets.json."`
-	TokenPath       string `yaml:"token_path" default:"$METACLAW_HOME/calendar_token.json" check:"path" desc:"Where the calendar OAuth token is stored."`
+	Enabled         bool   `yaml:"enabled" default:"false" desc:"Treat busy Google Calendar events (meetings) as training windows; log in with metaclaw scheduler calendar login."`
+	CredentialsPath string `yaml:"credentials_path" check:"path" desc:"Google OAuth client secrets JSON (an OAuth client of type Desktop app from the Google Cloud console)."`
+	TokenPath       string `yaml:"token_path" default:"$METACLAW_HOME/calendar_token.json" check:"path" desc:"Where the calendar OAuth token is stored (mode 0600)."`
+	CalendarID      string `yaml:"calendar_id" default:"primary" desc:"Google calendar to read; a calendar shared as free/busy only is read with freeBusy."`
+	APIBase         string `yaml:"api_base" default:"https://www.googleapis.com/calendar/v3" check:"url" desc:"Google Calendar API base URL."`
+	ICSURL          string `yaml:"ics_url" secret:"1" desc:"A published iCalendar (ICS) URL (https:// or webcal://) whose busy events are windows, from any calendar; stored in secrets.yaml (it usually holds a private token)."`
+	RefreshMinutes  int    `yaml:"refresh_minutes" default:"15" min:"1" desc:"How often calendars are fetched ahead (36 hours); window checks use the cached answer."`
 }
 
 // WeChat is the old Python WeChat bridge switch.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // location is where a key's value came from, for messages.
@@ -51,6 +52,12 @@ func (c *Config) Validate() error {
 			case "hhmm":
 				if !validHHMM(s) {
 					bad("must be a time of day as HH:MM (00:00 to 23:59), e.g. \"23:00\"; got %q", s)
+				}
+			case "tz":
+				if s != "" && !strings.EqualFold(s, "local") {
+					if _, err := time.LoadLocation(s); err != nil {
+						bad("must be an IANA time zone such as Europe/Berlin or America/New_York (empty = the system's); got %q", s)
+					}
 				}
 			case "host":
 				if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " /") {

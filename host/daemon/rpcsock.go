@@ -17,12 +17,13 @@ import (
 // newRPCServer builds the JSON-RPC socket server for plugin processes. A
 // `shutdown` call carrying the token of run/rpc.token stops the host (the
 // token file is written by listenRPC, readable by the owner only).
-func newRPCServer(home string, c *core.Core, log zerolog.Logger, status func(context.Context) any, stop chan<- struct{}) *rpc.Server {
+func newRPCServer(home string, c *core.Core, log zerolog.Logger, status func(context.Context) any, stop chan<- struct{}, activity func()) *rpc.Server {
 	token := make([]byte, 24)
 	_, _ = rand.Read(token)
 	return rpc.New(rpc.Options{
 		Core: c, Log: log.With().Str("part", "rpc").Logger(), Status: status, Version: version.Version,
 		ShutdownToken: hex.EncodeToString(token),
+		Activity:      activity,
 		Shutdown: func() {
 			select {
 			case stop <- struct{}{}:

@@ -102,15 +102,24 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 		o.Hooks(c)
 	}
 
+	sched := startScheduler(ctx, cfg, st, log)
+	defer sched.stop()
+
 	started := time.Now()
 	var info Info
 	popts := ProxyOptions(cfg, c, log.With().Str("part", "proxy").Logger())
-	popts.Status = func(ctx context.Context) any { return BuildStatus(ctx, cfg, c, info) }
+	popts.Status = func(ctx context.Context) any {
+		s := BuildStatus(ctx, cfg, c, info)
+		ss := sched.status(ctx)
+		s.Scheduler = &ss
+		return s
+	}
 	popts.Routes = append(routes, dashboard.Routes(st, c)...)
+	popts.Routes = append(popts.Routes, sched.routes()...)
 	popts.PublicRoutes = dashboard.Public()
 	popts.LoopbackOnly = isLoopbackHost(cfg.Proxy.Host)
 	rpcStop := make(chan struct{}, 1)
-	rpcSrv := newRPCServer(cfg.Home, c, log, popts.Status, rpcStop)
+	rpcSrv := newRPCServer(cfg.Home, c, log, popts.Status, rpcStop, sched.touch)
 	popts.ResolveTrace = rpcSrv.ResolveTrace
 	px, err := proxy.New(popts)
 	if err != nil {
@@ -136,7 +145,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 
 	go tokens.Warm()
 	srv := &http.Server{
-		Handler:           px.Handler(),
+		Handler:           sched.wrap(px.Handler()),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          nil,

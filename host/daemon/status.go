@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/scheduler"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
 	"github.com/metaclaw-go/metaclaw/host/version"
@@ -30,6 +31,7 @@ type Status struct {
 	Counts        Counts                      `json:"counts"`
 	Jobs          Jobs                        `json:"jobs"`
 	RL            RLState                     `json:"rl"`
+	Scheduler     *scheduler.Status           `json:"scheduler,omitempty"`
 	Providers     []string                    `json:"context_providers"`
 	LLMUsage      map[string]store.UsageTotal `json:"llm_usage"`
 	Plugins       []subplugin.Status          `json:"plugins"`

@@ -143,6 +143,9 @@ func (s *Server) handleContext(ctx context.Context, raw json.RawMessage) (any, e
 	if err != nil {
 		return nil, err
 	}
+	if s.o.Activity != nil && tt == core.TurnMain {
+		s.o.Activity() // the user is at their agent (the training scheduler steps aside)
+	}
 	if p.TraceID != "" {
 		if !validTraceID(p.TraceID) {
 			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: trace_id must be 32 lowercase hex digits")

@@ -40,6 +40,9 @@ type Options struct {
 	// ShutdownToken (empty token: never).
 	Shutdown      func()
 	ShutdownToken string
+	// Activity, if set, is called (it must not block) for each main-turn
+	// context request of a hook: the user is using their agent.
+	Activity func()
 
 	MaxMessage  int           // bytes per message (default protocol.DefaultMaxMessage)
 	MaxConns    int           // concurrent connections (default 64)

@@ -5,6 +5,7 @@ package testhost
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -30,6 +31,9 @@ type Options struct {
 	// Mutate adjusts the proxy options last.
 	Mutate      func(*proxy.Options)
 	SessionIdle time.Duration
+	// Wrap, if set, wraps the proxy's handler (as the daemon does with the
+	// scheduler's activity hook).
+	Wrap func(http.Handler) http.Handler
 }
 
 // Host is a running test host.
@@ -96,7 +100,11 @@ func Start(t testing.TB, o Options) *Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Proxy = httptest.NewServer(px.Handler())
+	var handler http.Handler = px.Handler()
+	if o.Wrap != nil {
+		handler = o.Wrap(handler)
+	}
+	h.Proxy = httptest.NewServer(handler)
 	h.URL = h.Proxy.URL
 	t.Cleanup(func() {
 		h.Proxy.Close()

@@ -213,8 +213,27 @@ loaders.activity = async () => {
   if (!usage.length) tbody.append(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "no calls yet")));
   for (const [purpose, u] of usage) tbody.append(el("tr", {}, el("td", {}, purpose), el("td", {}, u.calls), el("td", {}, u.failed), el("td", {}, u.input_tokens), el("td", {}, u.output_tokens)));
   $("#rl-state").textContent = status.rl ? `${status.rl.state}: ${status.rl.reason}` : "";
+  renderScheduler(status.scheduler);
   flash(`${status.version} · mode ${status.mode} · up ${Math.round(status.uptime_seconds)} s`);
 };
+
+// ---- training scheduler (status.scheduler, docs/status.md) ----
+function renderScheduler(sc) {
+  const tbody = $("#scheduler tbody");
+  tbody.replaceChildren();
+  const row = (k, v) => tbody.append(el("tr", {}, el("th", {}, k), el("td", {}, v)));
+  if (!sc) { row("state", "not reported by this host"); return; }
+  if (!sc.enabled) { row("state", `off: ${sc.reason}`); return; }
+  const when = (t) => new Date(t).toLocaleString();
+  row("state", `${sc.state}${sc.phase ? " (" + sc.phase + ")" : ""} since ${when(sc.since)}: ${sc.reason}`);
+  row("why", sc.now);
+  if (sc.window) row("window", `open since ${when(sc.window.opened_at)}, ${sc.window.until ? "until " + when(sc.window.until) : "until the user returns"}`);
+  else row("next window", sc.next_window ? `${when(sc.next_window.start)}: ${sc.next_window.reason}` : "none expected");
+  if (sc.paused) row("paused", sc.paused_until ? "until " + when(sc.paused_until) : "until metaclaw scheduler resume");
+  row("idle source", sc.idle_source);
+  row("trainer", sc.trainer + (sc.trainer_note ? ": " + sc.trainer_note : ""));
+  row("last step", sc.last_step ? `step ${sc.last_step.step} at ${when(sc.last_step.at)}, ${sc.last_step.samples} samples, ${sc.last_step.duration_seconds.toFixed(1)} s (average ${sc.step_avg_seconds.toFixed(1)} s)` : "none yet");
+}
 
 // ---- skills ----
 let selectedSkill = null;
