@@ -25,6 +25,7 @@ $METACLAW_HOME/config.yaml, secrets in $METACLAW_HOME/secrets.yaml (0600).`,
 	root.AddCommand(newSkillsCmd())
 	root.AddCommand(newMemoryCmd())
 	root.AddCommand(newSchedulerCmd())
+	root.AddCommand(newRLCmd())
 	root.AddCommand(newWireCmd(), newUnwireCmd(), newDoctorCmd(), newUninstallCmd())
 	return root
 }
