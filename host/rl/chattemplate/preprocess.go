@@ -206,7 +206,7 @@ func lexExpr(s string) ([]exprToken, error) {
 		default:
 			i++
 			if i < len(s) {
-				switch s[start:i+1] {
+				switch s[start : i+1] {
 				case "==", "!=", "<=", ">=", "//", "**":
 					i++
 				}

@@ -22,7 +22,7 @@ const (
 
 // fileJSON is the part of tokenizer.json we read.
 type fileJSON struct {
-	AddedTokens  []*AddedToken  `json:"added_tokens"`
+	AddedTokens  []*AddedToken   `json:"added_tokens"`
 	Normalizer   json.RawMessage `json:"normalizer"`
 	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
 	Decoder      json.RawMessage `json:"decoder"`
