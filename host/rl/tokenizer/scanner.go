@@ -180,8 +180,9 @@ func letters(s string, i int) int {
 }
 
 // contraction matches s|t|re|ve|m|ll|d case-insensitively at i (after an
-// apostrophe at i-1) and returns the end, or 0. Case folding is Unicode's, as
-// in Oniguruma, which the reference tokenizers use: U+017F (long s) folds to s.
+// apostrophe at i-1) and returns the end, or 0. Only ASCII letters fold, as
+// in regexp2 and the JavaScript reference; Oniguruma would also fold U+017F
+// (long s) to s, which changes a piece only in text such as "'ſt".
 func contraction(s string, i int) int {
 	r1, n1 := fold(s, i)
 	switch r1 {
@@ -201,11 +202,8 @@ func contraction(s string, i int) int {
 
 func fold(s string, i int) (rune, int) {
 	r, n, _ := at(s, i)
-	switch {
-	case r >= 'A' && r <= 'Z':
+	if r >= 'A' && r <= 'Z' {
 		return r + 'a' - 'A', n
-	case r == 0x17F:
-		return 's', n
 	}
 	return r, n
 }

@@ -189,3 +189,9 @@ func TokenName(raw json.RawMessage) (string, error) {
 	}
 	return *obj.Content, nil
 }
+
+// ByteTokenID returns the id of the byte-level token that stands for the
+// raw byte b (every byte has one).
+func (t *Tokenizer) ByteTokenID(b byte) (int, bool) {
+	return int(t.model.byteID[b]), true
+}
