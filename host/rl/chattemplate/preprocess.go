@@ -3,38 +3,51 @@ package chattemplate
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Hugging Face renders chat templates with Python Jinja2 configured as
 // Environment(trim_blocks=True, lstrip_blocks=True) and its own tojson
-// filter. The Go engine (github.com/ardanlabs/jinja) has neither option and
-// a Go-flavoured tojson, so preprocess rewrites the source before compiling:
+// filter. The Go engine (github.com/ardanlabs/jinja) has its own take on
+// whitespace control that differs from Jinja2's in places (it looks past
+// expression tags for the text to trim, and knows no "+" modifier), and a
+// Go-flavoured tojson. preprocess therefore rewrites the source:
 //
-//   - lstrip_blocks: spaces and tabs between the start of a line and a block
-//     or comment tag ({% or {#) are removed, unless the tag opens with "+";
-//   - trim_blocks: the first newline after a block or comment tag is
-//     removed, unless the tag closes with "+";
-//   - keep_trailing_newline=False: one trailing newline of the source goes;
+//   - whitespace control is done here, exactly as Jinja2's lexer does it:
+//     line breaks become \n, one trailing newline is dropped, "-" markers
+//     strip, lstrip_blocks and trim_blocks apply to block and comment tags,
+//     "+" markers opt out; the markers are then removed, and any newline
+//     run at the start or indentation at the end of a text is printed from
+//     an expression, so the engine's own trimming finds nothing to do;
+//   - comments are dropped and {% raw %} bodies become string expressions;
 //   - `expr | tojson(args)` becomes `__mc_tojson(expr, args)`, a function
-//     with Python json.dumps output (see tojson.go);
-//   - {% raw %} bodies are copied as they are.
+//     with Python json.dumps output (see tojson.go).
 //
-// preprocess_test.go checks the rules against outputs of Python Jinja2.
+// python_test.go checks the result against outputs of Python Jinja2.
 
 // tojsonFunc is the name the rewritten templates call.
 const tojsonFunc = "__mc_tojson"
 
+// piece is a part of the rewritten source: literal text or a tag.
+type piece struct {
+	text  string
+	isTag bool
+}
+
 func preprocess(src string) (string, error) {
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	src = strings.ReplaceAll(src, "\r", "\n")
 	src = strings.TrimSuffix(src, "\n")
-	var out strings.Builder
-	out.Grow(len(src))
-	// lineStarting is Jinja's flag: the text that follows starts a line
-	// (start of the template, or the previous tag ate a newline).
-	lineStarting := true
-	for i := 0; i < len(src); {
+	var pieces []piece
+	ws := wsState{lineStarting: true}
+	for i := 0; i <= len(src); {
 		open := nextTag(src, i)
 		if open < 0 {
-			out.WriteString(src[i:])
+			open = len(src)
+		}
+		text := ws.leading(src[i:open])
+		if open == len(src) {
+			pieces = append(pieces, piece{text: text})
 			break
 		}
 		kind := src[open+1]
@@ -42,51 +55,145 @@ func preprocess(src string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		text := src[i:open]
-		body := src[open+2 : end-2]
 		block := kind == '%' || kind == '#'
-		plusOpen, plusClose := strings.HasPrefix(body, "+"), strings.HasSuffix(body, "+")
-		if block && !plusOpen && !strings.HasPrefix(body, "-") {
-			// lstrip_blocks: indentation between a line start and the tag.
-			lpos := strings.LastIndexByte(text, '\n') + 1
-			if (lpos > 0 || lineStarting) && strings.Trim(text[lpos:], " \t") == "" {
-				text = text[:lpos]
-			}
-		}
-		out.WriteString(text)
-		if plusOpen {
-			body = body[1:]
-		}
-		if plusClose && block {
-			body = body[:len(body)-1]
-		}
-		if kind != '#' {
-			if body, err = rewriteTojson(body); err != nil {
-				return "", err
-			}
-		}
-		out.WriteString(src[open:open+2] + body + src[end-2:end])
-		i = end
-		lineStarting = false
-		if block && !plusClose && i < len(src) && src[i] == '\n' {
-			i++ // trim_blocks
-			lineStarting = true
-		}
-		if kind == '%' && isRawTag(body) {
+		body := src[open+2 : end-2]
+		text, body = ws.before(text, body, block)
+		pieces = append(pieces, piece{text: text})
+		raw := kind == '%' && isRawTag(body)
+		// A raw opening tag has no trim_blocks; its body is data.
+		i, body = ws.after(src, end, body, block && !raw)
+		switch {
+		case kind == '#':
+			// comments print nothing
+		case raw:
 			j, k, err := findEndraw(src, i)
 			if err != nil {
 				return "", err
 			}
-			out.WriteString(src[i:k])
-			i = k
-			lineStarting = false
-			if i < len(src) && src[i] == '\n' && !strings.HasSuffix(src[j:k-2], "+") {
-				i++
-				lineStarting = true
+			content := ws.leading(src[i:j])
+			content, endBody := ws.before(content, src[j+2:k-2], true)
+			pieces = append(pieces, piece{text: "{{ " + quote(content) + " }}", isTag: true})
+			i, _ = ws.after(src, k, endBody, true)
+		default:
+			if body, err = rewriteTojson(body); err != nil {
+				return "", err
 			}
+			pieces = append(pieces, piece{text: src[open:open+2] + body + src[end-2:end], isTag: true})
 		}
 	}
-	return out.String(), nil
+	return render(pieces), nil
+}
+
+// wsState carries Jinja2's whitespace state from one tag to the text after
+// it.
+type wsState struct {
+	lineStarting bool // the text after the last tag starts a line
+	stripNext    bool // the last tag ended with "-"
+}
+
+// leading applies the previous tag's "-" to the text that follows it.
+func (w *wsState) leading(text string) string {
+	if w.stripNext {
+		return strings.TrimLeftFunc(text, unicode.IsSpace)
+	}
+	return text
+}
+
+// before applies a tag's left side to the text before it ("-" strips,
+// lstrip_blocks removes a line's indentation, "+" keeps it) and returns the
+// text and the tag body without its left marker.
+func (w *wsState) before(text, body string, block bool) (string, string) {
+	switch {
+	case strings.HasPrefix(body, "-"):
+		return strings.TrimRightFunc(text, unicode.IsSpace), body[1:]
+	case strings.HasPrefix(body, "+") && block:
+		return text, body[1:]
+	case block:
+		lpos := strings.LastIndexByte(text, '\n') + 1
+		if (lpos > 0 || w.lineStarting) && strings.TrimLeft(text[lpos:], " \t\f\v") == "" {
+			return text[:lpos], body
+		}
+	}
+	return text, body
+}
+
+// after applies a tag's right side ("-" strips what follows, trim_blocks
+// eats one newline, "+" keeps it) and returns where the next text starts
+// and the body without its right marker.
+func (w *wsState) after(src string, end int, body string, trim bool) (int, string) {
+	w.lineStarting, w.stripNext = false, false
+	switch {
+	case strings.HasSuffix(body, "-"):
+		w.stripNext = true
+		// Jinja2 counts a line start when the stripped run ends in \n.
+		rest := strings.TrimLeftFunc(src[end:], unicode.IsSpace)
+		w.lineStarting = strings.HasSuffix(src[end:len(src)-len(rest)], "\n")
+		return end, body[:len(body)-1]
+	case strings.HasSuffix(body, "+"):
+		return end, body[:len(body)-1]
+	case trim && end < len(src) && src[end] == '\n':
+		w.lineStarting = true
+		return end + 1, body
+	}
+	return end, body
+}
+
+// render joins the pieces, merging adjacent texts, and moves each text's
+// leading newlines and trailing indentation into expressions so the engine's
+// trim_blocks and lstrip_blocks leave the text as it is.
+func render(pieces []piece) string {
+	var out strings.Builder
+	text := ""
+	flush := func() {
+		if text == "" {
+			return
+		}
+		lead := len(text) - len(strings.TrimLeft(text, "\n"))
+		if lead > 0 {
+			out.WriteString("{{ " + quote(text[:lead]) + " }}")
+			text = text[lead:]
+		}
+		body := strings.TrimRight(text, " \t")
+		if body != text && (body == "" || strings.HasSuffix(body, "\n")) {
+			out.WriteString(body)
+			out.WriteString("{{ " + quote(text[len(body):]) + " }}")
+		} else {
+			out.WriteString(text)
+		}
+		text = ""
+	}
+	for _, p := range pieces {
+		if !p.isTag {
+			text += p.text
+			continue
+		}
+		flush()
+		out.WriteString(p.text)
+	}
+	flush()
+	return out.String()
+}
+
+// quote writes s as a Jinja string literal.
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for _, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\'':
+			b.WriteString(`\'`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
 }
 
 // nextTag returns the index of the next "{{", "{%" or "{#" at or after i.

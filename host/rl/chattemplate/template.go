@@ -157,16 +157,22 @@ func (t *Template) Render(messages []Message, tools []json.RawMessage, opts Opti
 	if opts.EnableThinking != nil {
 		data["enable_thinking"] = jinja.NewBool(*opts.EnableThinking)
 	}
-	data[tojsonFunc] = jinja.NewCallable(tojsonFunc, pyTojson)
 	tmpl := t.def
 	if named, ok := t.named["tool_use"]; ok && tools != nil {
 		tmpl = named
 	}
-	out, err := tmpl.RenderValues(data)
+	out, err := execute(tmpl, data)
 	if err != nil {
 		return "", fmt.Errorf("render: %w", err)
 	}
 	return out, nil
+}
+
+// execute renders a compiled template with the functions the preprocessed
+// source calls.
+func execute(tmpl *jinja.Template, data map[string]jinja.Value) (string, error) {
+	data[tojsonFunc] = jinja.NewCallable(tojsonFunc, pyTojson)
+	return tmpl.RenderValues(data)
 }
 
 // Special returns the special-token names the template is given
