@@ -152,16 +152,20 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, dir string, force bool)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", meta.Dist.Tarball, err)
 	}
-	if err := writeFiles(dir, files, sourceRecord{
-		Package: src.Package, Version: src.Version, Integrity: want, Tarball: meta.Dist.Tarball,
-		License: src.License, Fetched: time.Now().UTC(),
-	}); err != nil {
+	names, err := writeFiles(dir, files)
+	if err != nil {
 		return res, err
 	}
 	if res.VocabSize, err = validate(dir); err != nil {
 		return res, fmt.Errorf("downloaded files in %s do not load: %w", dir, err)
 	}
-	return res, nil
+	rec := sourceRecord{Package: src.Package, Version: src.Version, Integrity: want, Tarball: meta.Dist.Tarball,
+		License: src.License, Fetched: time.Now().UTC(), Files: names}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return res, err
+	}
+	return res, writeAtomic(filepath.Join(dir, SourceFile), append(data, '\n'))
 }
 
 type packageMeta struct {
@@ -298,26 +302,25 @@ func extract(tgz []byte, want map[string]string) (map[string][]byte, error) {
 	return got, nil
 }
 
-// writeFiles writes each file through a temporary name and a rename, and
-// the source record last, so an interrupted fetch is never taken for a
-// complete one.
-func writeFiles(dir string, files map[string][]byte, rec sourceRecord) error {
+// writeFiles writes each file through a temporary name and a rename. The
+// source record is removed first and written last (by Fetch, once the files
+// load), so an interrupted or bad fetch is never taken for a complete one.
+func writeFiles(dir string, files map[string][]byte) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
-	_ = os.Remove(filepath.Join(dir, SourceFile))
+	if err := os.Remove(filepath.Join(dir, SourceFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	var names []string
 	for name, data := range files {
-		rec.Files = append(rec.Files, name)
+		names = append(names, name)
 		if err := writeAtomic(filepath.Join(dir, name), data); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	sort.Strings(rec.Files)
-	data, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeAtomic(filepath.Join(dir, SourceFile), append(data, '\n'))
+	sort.Strings(names)
+	return names, nil
 }
 
 func writeAtomic(path string, data []byte) error {
