@@ -102,7 +102,7 @@ func fakeRegistry(t *testing.T, pkg, version string, tgz []byte, integrity strin
 
 func testSource(tgz []byte) Source {
 	return Source{Model: "tiny", Package: "@test/tokenizer-tiny", Version: "1.0.0", Integrity: sri(tgz),
-		Files: map[string]string{"package/models/tokenizer.json": "tokenizer.json", "package/models/tokenizer_config.json": "tokenizer_config.json"},
+		Files:   map[string]string{"package/models/tokenizer.json": "tokenizer.json", "package/models/tokenizer_config.json": "tokenizer_config.json"},
 		License: "test"}
 }
 
