@@ -257,11 +257,11 @@ func findEndraw(src string, i int) (start, end int, err error) {
 			return 0, 0, fmt.Errorf("{%% raw %%} at offset %d has no {%% endraw %%}", i)
 		}
 		k += j
-		e := strings.Index(src[k:], "%}")
+		e := strings.Index(src[k+2:], "%}")
 		if e < 0 {
 			return 0, 0, fmt.Errorf("unclosed tag at offset %d", k)
 		}
-		e += k + 2
+		e += k + 4
 		if strings.TrimSpace(strings.Trim(src[k+2:e-2], "-+")) == "endraw" {
 			return k, e, nil
 		}
