@@ -175,6 +175,8 @@ func TestLoadErrors(t *testing.T) {
 		{"plugin backend without plugin", "rl:\n  backend: plugin\n", "", []string{"config.yaml:2", "`rl.backend`", "`plugins.trainer` is empty", "config set plugins.trainer"}},
 		{"weaver without ppo", "rl:\n  backend: weaver\n  loss_fn: ppo\n", "", []string{"config.yaml:3", "`rl.loss_fn`", "Weaver", "importance_sampling"}},
 		{"bad advantage", "rl:\n  advantage: median\n", "", []string{"`rl.advantage`", "grpo, batch, raw"}},
+		{"tokenizer dir missing", "rl:\n  tokenizer_path: /nonexistent/tok\n", "", []string{"config.yaml:2", "`rl.tokenizer_path`", "does not exist", "metaclaw rl fetch-tokenizer --dir /nonexistent/tok"}},
+		{"tokenizer dir without files", "rl:\n  tokenizer_path: .\n", "", []string{"`rl.tokenizer_path`", "has no tokenizer.json", "metaclaw rl fetch-tokenizer --dir"}},
 		{"bad HH:MM", "scheduler:\n  sleep_start: \"25:00\"\n", "", []string{"config.yaml:2", "`scheduler.sleep_start`", "HH:MM"}},
 		{"yaml syntax error", "mode: auto\nllm:\n  api_base: \"unterminated\n", "", []string{"config.yaml:", "invalid YAML"}},
 		{"yaml bad indent", "mode: auto\n  llm: x\n", "", []string{"config.yaml:2", "invalid YAML"}},
@@ -519,5 +521,18 @@ func TestWarningsDoNotLeakSecrets(t *testing.T) {
 		if strings.Contains(w, "secret-0123456789") {
 			t.Fatalf("secret in warning %q", w)
 		}
+	}
+}
+
+func TestTokenizerPathAccepted(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := mustLoad(t, "rl:\n  tokenizer_path: "+dir+"\n")
+	if c.RL.TokenizerPath != dir {
+		t.Fatalf("rl.tokenizer_path = %q", c.RL.TokenizerPath)
 	}
 }

@@ -174,6 +174,7 @@ type RL struct {
 	EvolverAPIKey       string  `yaml:"evolver_api_key" secret:"1" sameas:"skills.evolver.api_key" desc:"Python name of skills.evolver.api_key."`
 	EvolverModel        string  `yaml:"evolver_model" sameas:"skills.evolver.model" desc:"Python name of skills.evolver.model."`
 	EvolverProvider     string  `yaml:"evolver_provider" default:"openai" enum:"openai,bedrock" status:"compat" desc:"Python: evolver client (bedrock is not supported)."`
+	TokenizerPath       string  `yaml:"tokenizer_path" check:"path" desc:"Directory with the policy model's tokenizer.json and tokenizer_config.json (its chat template), used to encode prompts and decode samples in Go; empty = the cache written by metaclaw rl fetch-tokenizer (~/.cache/metaclaw/tokenizers/qwen3)."`
 	ManualTrainTrigger  bool    `yaml:"manual_train_trigger" default:"false" desc:"Train only when asked (metaclaw train step), never automatically."`
 }
 

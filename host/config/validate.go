@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -91,6 +93,9 @@ func (c *Config) Validate() error {
 	if c.RL.Backend == "weaver" && (c.RL.LossFn == "ppo" || c.RL.LossFn == "cispo") {
 		errs.add(c.fieldErr("rl.loss_fn", fmt.Sprintf("is %s, which Weaver does not offer. Fix: `metaclaw config set rl.loss_fn importance_sampling` (or truncated_importance_sampling)", c.RL.LossFn)))
 	}
+	if msg := tokenizerDirProblem(c.RL.TokenizerPath); msg != "" {
+		errs.add(c.fieldErr("rl.tokenizer_path", msg))
+	}
 	if !isLoopback(c.Proxy.Host) && c.Proxy.APIKey == "" {
 		errs.add(c.fieldErr("proxy.host", fmt.Sprintf("is %q, which is not a loopback address, but `proxy.api_key` is empty: anyone who can reach this port could spend your LLM credits. Fix: set a key with `metaclaw config set proxy.api_key <long-random-secret>` (clients send it as a Bearer token), or listen locally with `metaclaw config set proxy.host 127.0.0.1`", c.Proxy.Host)))
 	}
@@ -126,4 +131,26 @@ func validHHMM(s string) bool {
 	hh, err1 := strconv.Atoi(h)
 	mm, err2 := strconv.Atoi(m)
 	return err1 == nil && err2 == nil && hh >= 0 && hh <= 23 && mm >= 0 && mm <= 59 && h[0] != '+' && h[0] != '-' && m[0] != '+' && m[0] != '-'
+}
+
+// tokenizerDirProblem checks that rl.tokenizer_path, when set, is a
+// directory holding the tokenizer files RL serving loads.
+func tokenizerDirProblem(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	fix := fmt.Sprintf("Fix: run `metaclaw rl fetch-tokenizer --dir %s`, point it at a Hugging Face model directory, or unset it (`metaclaw config set rl.tokenizer_path \"\"`) to use the fetch-tokenizer cache", dir)
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("is %q, which does not exist. %s", dir, fix)
+	case !st.IsDir():
+		return fmt.Sprintf("is %q, which is not a directory. %s", dir, fix)
+	}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return fmt.Sprintf("is %q, which has no %s. %s", dir, name, fix)
+		}
+	}
+	return ""
 }

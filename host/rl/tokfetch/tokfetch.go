@@ -375,3 +375,24 @@ func validate(dir string) (int, error) {
 	}
 	return tok.VocabSize(), nil
 }
+
+// ResolveDir returns the tokenizer directory RL serving should load: the
+// configured rl.tokenizer_path, else the qwen3 cache dir. It fails, with
+// the fix, when the directory lacks tokenizer.json.
+func ResolveDir(configured string) (string, error) {
+	dir := configured
+	if dir == "" {
+		d, err := DefaultDir("qwen3")
+		if err != nil {
+			return "", err
+		}
+		dir = d
+	}
+	if _, err := os.Stat(filepath.Join(dir, tokenizer.TokenizerFile)); err != nil {
+		if configured != "" {
+			return "", fmt.Errorf("rl.tokenizer_path %s has no %s: run `metaclaw rl fetch-tokenizer --dir %s` or point it at a Hugging Face model directory", dir, tokenizer.TokenizerFile, dir)
+		}
+		return "", fmt.Errorf("no tokenizer in %s: run `metaclaw rl fetch-tokenizer`, or set rl.tokenizer_path to a Hugging Face model directory", dir)
+	}
+	return dir, nil
+}

@@ -231,3 +231,24 @@ func TestDefaultDir(t *testing.T) {
 		t.Fatal("qwen3 source missing or unpinned")
 	}
 }
+
+func TestResolveDir(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("METACLAW_TOKENIZER_CACHE", root)
+	if _, err := ResolveDir(""); err == nil || !strings.Contains(err.Error(), "run `metaclaw rl fetch-tokenizer`") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := ResolveDir("/nope"); err == nil || !strings.Contains(err.Error(), "rl.tokenizer_path /nope has no tokenizer.json") {
+		t.Fatalf("err = %v", err)
+	}
+	dir := filepath.Join(root, "qwen3")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ResolveDir(""); err != nil || got != dir {
+		t.Fatalf("%q %v", got, err)
+	}
+}
