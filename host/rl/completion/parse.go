@@ -80,15 +80,17 @@ const (
 // be the start of a tag, and newlines the template would have added, are
 // held back until the following text decides them.
 type StreamParser struct {
-	opts     Options
-	st       state
-	buf      string // undecided text (a possible tag prefix)
-	held     string // newlines held at the end of reasoning or content
-	begun    bool   // the current reasoning/content section has non-newline text
-	afterTC  bool   // a tool call closed and no answer text followed yet
-	toolBody strings.Builder
-	msg      Message
-	finished bool
+	opts      Options
+	st        state
+	buf       string // undecided text (a possible tag prefix)
+	held      string // newlines held at the end of reasoning or content
+	begun     bool   // the current reasoning/content section has non-newline text
+	afterTC   bool   // a tool call closed and no answer text followed yet
+	toolBody  strings.Builder
+	content   strings.Builder
+	reasoning strings.Builder
+	calls     []ToolCall
+	finished  bool
 }
 
 // NewStreamParser starts a parser.
@@ -163,9 +165,7 @@ func (p *StreamParser) Finish() []Delta {
 
 // Message is everything parsed so far.
 func (p *StreamParser) Message() Message {
-	m := p.msg
-	m.ToolCalls = append([]ToolCall(nil), p.msg.ToolCalls...)
-	return m
+	return Message{Content: p.content.String(), Reasoning: p.reasoning.String(), ToolCalls: append([]ToolCall(nil), p.calls...)}
 }
 
 func (p *StreamParser) onTag(out []Delta, tag string) []Delta {
@@ -187,10 +187,10 @@ func (p *StreamParser) onTag(out []Delta, tag string) []Delta {
 			} else {
 				tc.ID = newCallID()
 			}
-			p.msg.ToolCalls = append(p.msg.ToolCalls, tc)
+			p.calls = append(p.calls, tc)
 			p.afterTC = true
 			c := tc
-			return append(out, Delta{ToolCall: &c, Index: len(p.msg.ToolCalls) - 1})
+			return append(out, Delta{ToolCall: &c, Index: len(p.calls) - 1})
 		}
 		return p.emitText(out, ToolCallOpen+body+ToolCallClose)
 	}
@@ -237,19 +237,19 @@ func (p *StreamParser) emitText(out []Delta, s string) []Delta {
 	text := p.held + trimmed
 	p.held = s[len(trimmed):]
 	if p.st == stReasoning {
-		p.msg.Reasoning += text
+		p.reasoning.WriteString(text)
 		return append(out, Delta{Reasoning: text})
 	}
 	if p.afterTC {
 		// Answer text after a tool call joins what came before it on a
 		// new line.
 		text = strings.TrimLeft(text, "\n")
-		if p.msg.Content != "" {
+		if p.content.Len() > 0 {
 			text = "\n" + text
 		}
 		p.afterTC = false
 	}
-	p.msg.Content += text
+	p.content.WriteString(text)
 	return append(out, Delta{Content: text})
 }
 
