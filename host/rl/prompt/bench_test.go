@@ -31,6 +31,7 @@ func benchCase(b *testing.B, name string) (*prompt.Codec, rlgoldens.ChatCase) {
 func BenchmarkRenderAgentTurn(b *testing.B) {
 	codec, c := benchCase(b, "openclaw-04-tool-round2")
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := codec.Template.Render(c.Conv.Messages, c.Conv.Tools, c.Opts); err != nil {
 			b.Fatal(err)
