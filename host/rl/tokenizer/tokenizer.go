@@ -195,3 +195,16 @@ func TokenName(raw json.RawMessage) (string, error) {
 func (t *Tokenizer) ByteTokenID(b byte) (int, bool) {
 	return int(t.model.byteID[b]), true
 }
+
+// EncodePlain encodes text with added tokens treated as ordinary text
+// ("<|im_end|>" typed by a user stays characters, as with
+// split_special_tokens=True).
+func (t *Tokenizer) EncodePlain(text string) []int {
+	if !utf8.ValidString(text) {
+		text = lossyUTF8(nil, []byte(text))
+	}
+	if t.normalize != nil {
+		text = t.normalize(text)
+	}
+	return t.appendText(make([]int, 0, len(text)/3+8), text)
+}

@@ -120,6 +120,10 @@ func TestAddedTokens(t *testing.T) {
 	if got := tok.DecodeSkipSpecial(ids); got != "hi<think>" {
 		t.Errorf("DecodeSkipSpecial = %q", got)
 	}
+	plain := tok.EncodePlain("a<|im_end|>")
+	if len(plain) != 11 || tok.Decode(plain) != "a<|im_end|>" {
+		t.Errorf("EncodePlain = %v", plain)
+	}
 	if !tok.IsSpecial(301) || tok.IsSpecial(302) || tok.IsSpecial(-1) || tok.IsSpecial(99999) {
 		t.Error("IsSpecial")
 	}
