@@ -75,7 +75,7 @@ func runShim(t *testing.T, mode string) (shimRun, []map[string]any) {
 
 func TestShimOneChildPerProcess(t *testing.T) {
 	r, events := runShim(t, "ok")
-	if r.Service != "metaclaw" || len(r.ToolNames) != 6 || strings.Join(r.Hooks, ",") != "agent_end,before_prompt_build,before_reset,gateway_stop,llm_input,llm_output,session_end" {
+	if r.Service != "metaclaw" || len(r.ToolNames) != 6 || strings.Join(r.Hooks, ",") != "agent_end,before_prompt_build,before_reset,gateway_stop,llm_input,llm_output,session_end,session_start" {
 		t.Fatalf("registration %+v", r)
 	}
 	spawns, methods := 0, map[string]int{}

@@ -23,12 +23,13 @@ const (
 	MethodOCLLMInput          = "openclaw.llm_input"
 	MethodOCLLMOutput         = "openclaw.llm_output"
 	MethodOCAgentEnd          = "openclaw.agent_end"
+	MethodOCSessionStart      = "openclaw.session_start"
 	MethodOCSessionEnd        = "openclaw.session_end"
 	MethodOCBeforeReset       = "openclaw.before_reset"
 )
 
 // OpenClawMethods lists them in documentation order.
-var OpenClawMethods = []string{MethodOCBeforePromptBuild, MethodOCLLMInput, MethodOCLLMOutput, MethodOCAgentEnd, MethodOCSessionEnd, MethodOCBeforeReset}
+var OpenClawMethods = []string{MethodOCBeforePromptBuild, MethodOCLLMInput, MethodOCLLMOutput, MethodOCAgentEnd, MethodOCSessionStart, MethodOCSessionEnd, MethodOCBeforeReset}
 
 // OpenClawConfig is plugins.entries.metaclaw.config (see openclaw.plugin.json).
 type OpenClawConfig struct {
@@ -185,6 +186,7 @@ func (o *openclaw) routes(m *protocol.Mux) {
 	m.Handle(MethodOCLLMInput, o.hook(o.llmInput))
 	m.Handle(MethodOCLLMOutput, o.hook(o.llmOutput))
 	m.Handle(MethodOCAgentEnd, o.hook(o.agentEnd))
+	m.Handle(MethodOCSessionStart, o.hook(o.sessionStart))
 	m.Handle(MethodOCSessionEnd, o.hook(o.sessionEnd))
 	m.Handle(MethodOCBeforeReset, o.hook(o.beforeReset))
 }
@@ -446,16 +448,38 @@ func (o *openclaw) observe(ctx context.Context, h ocHook, runID, prompt, assista
 	return empty, nil
 }
 
+// hookSession is the agent and session a session hook is about
+// (event.sessionId wins over ctx's); ok false when there is none to act on.
+func (o *openclaw) hookSession(h ocHook) (agent, session string, ok bool) {
+	agent, session, _, ok = o.who(h.Ctx, h.Event.SessionID)
+	if h.Event.SessionID != "" {
+		session = h.Event.SessionID
+	}
+	return agent, session, ok && session != ""
+}
+
+// sessionStart (Gateway mode: a new chat, /new, /reset) lets the host
+// ingest the agent's earlier pending turns before the first prompt of the
+// new session; without it the first prompt does the same, a little later.
+func (o *openclaw) sessionStart(ctx context.Context, h ocHook) (any, error) {
+	agent, session, ok := o.hookSession(h)
+	if !ok {
+		return empty, nil
+	}
+	var res protocol.SessionStartResult
+	if err := o.relay.Call(ctx, protocol.MethodSessionStart, protocol.SessionStartParams{Identity: o.identity(agent, session), Reason: "session_start"}, &res); err != nil {
+		o.log.Debug().Err(err).Msg("session.start")
+	}
+	return empty, nil
+}
+
 // sessionEnd ends the session, except on gateway shutdown/restart: the
 // conversation goes on after a restart, and idle sessions are ended by the
 // host anyway.
 func (o *openclaw) sessionEnd(ctx context.Context, h ocHook) (any, error) {
-	agent, session, _, ok := o.who(h.Ctx, h.Event.SessionID)
-	if !ok || session == "" {
+	agent, session, ok := o.hookSession(h)
+	if !ok {
 		return empty, nil
-	}
-	if h.Event.SessionID != "" {
-		session = h.Event.SessionID
 	}
 	reason := h.Event.Reason
 	if reason == "shutdown" || reason == "restart" {

@@ -206,6 +206,7 @@ func (s *server) generic() {
 		}
 	}
 	m.Handle(protocol.MethodTraceRegister, relayed(protocol.MethodTraceRegister))
+	m.Handle(protocol.MethodSessionStart, relayed(protocol.MethodSessionStart))
 	m.Handle(protocol.MethodToolsList, relayed(protocol.MethodToolsList))
 	m.Handle(protocol.MethodToolsCall, relayed(protocol.MethodToolsCall))
 	delivered := func(method string) protocol.HandlerFunc {

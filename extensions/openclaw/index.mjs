@@ -387,6 +387,7 @@ export default {
     api.on("llm_input", forward("llm_input", run));
     api.on("agent_end", forward("agent_end", run, 5000));
     api.on("llm_output", forward("llm_output", run, 5000));
+    api.on("session_start", forward("session_start", sess, 1500));
     api.on("session_end", forward("session_end", sess, 1500));
     api.on("before_reset", forward("before_reset", sess, 1500));
     api.on("gateway_stop", () => {

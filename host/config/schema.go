@@ -137,6 +137,7 @@ type Memory struct {
 	MaxTokens                  int     `yaml:"max_tokens" default:"800" min:"0" desc:"Token budget of the injected memory block."`
 	IngestEveryTurns           int     `yaml:"ingest_every_turns" default:"5" min:"1" desc:"Extract memories every N main turns of a session."`
 	SessionIdleMinutes         int     `yaml:"session_idle_minutes" default:"30" min:"1" desc:"A session idle this long is ended (flushed and summarised)."`
+	SessionStartWaitMS         int     `yaml:"session_start_wait_ms" default:"150" min:"0" max:"5000" desc:"A new session's first turn waits this long for the agent's earlier pending turns to be ingested; the rest is ingested in the background."`
 	Extractor                  string  `yaml:"extractor" default:"heuristic" enum:"heuristic,llm,hybrid" desc:"How memories are extracted from turns."`
 	SidecarURL                 string  `yaml:"sidecar_url" check:"url" desc:"Delegate memory to an external sidecar at this URL; empty = built in."`
 	SidecarAPIKey              string  `yaml:"sidecar_api_key" secret:"1" desc:"Key for memory.sidecar_url (the other host's proxy.api_key); empty = METACLAW_MEMORY_SIDECAR_KEY, else proxy.api_key."`

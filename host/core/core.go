@@ -123,6 +123,7 @@ type Core struct {
 	// sessionEndKinds are the job kinds enqueued for every ended session.
 	sessionEndKinds []string
 	tools           map[string]Tool
+	sessions        sessionTracker
 
 	queue    chan *store.Turn
 	observed atomic.Int64 // turns persisted since start
@@ -211,8 +212,10 @@ func (c *Core) HandleJobs(kind string, h JobHandler) {
 
 // Context asks every provider for its section and renders the block. A
 // provider that fails or overruns the window is skipped: the turn proceeds
-// with whatever the others returned.
+// with whatever the others returned. The first Context of a session runs
+// the session-start listeners first (OnSessionStart).
 func (c *Core) Context(ctx context.Context, q Query) Injection {
+	c.noteSession(ctx, SessionStart{SessionID: q.SessionID, Agent: q.Agent, Scope: q.Scope, Reason: StartFirstTurn})
 	c.mu.RLock()
 	providers := c.providers
 	c.mu.RUnlock()
@@ -490,6 +493,7 @@ func (c *Core) EndSession(ctx context.Context, sessionID, reason string) error {
 	if err := c.st.EndSession(ctx, sessionID, reason, now); err != nil {
 		return err
 	}
+	c.forgetSession(sessionID)
 	c.mu.RLock()
 	kinds := c.sessionEndKinds
 	c.mu.RUnlock()

@@ -625,16 +625,7 @@ func (a *API) bufferedSessions(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: buffer: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return scanStrings(rows)
 }
 
 // Buffered turns (buffer_turn) stay in memory_buffer until their session's

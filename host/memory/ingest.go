@@ -28,6 +28,13 @@ type Batch struct {
 	// after runs inside the write transaction (cursor, buffer bookkeeping),
 	// so learning and its bookkeeping commit or roll back together.
 	after func(ctx context.Context, tx *sql.Tx) error
+	// before runs first inside the write transaction (withdrawing the
+	// provisional units of the turns this batch mines for real).
+	before func(ctx context.Context, tx *sql.Tx) error
+	// provisional marks a quick pass (see provisional.go): extracted by
+	// extractor, origin OriginProvisional, turns not marked as ingested,
+	// what it did noted in log.
+	provisional *provisionalPass
 }
 
 // IngestResult counts what a batch did.
@@ -119,7 +126,11 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		}
 		fresh = append(fresh, t)
 	}
-	cands, err := s.o.Extractor.Extract(ctx, fresh)
+	ex := s.o.Extractor
+	if b.provisional != nil {
+		ex = b.provisional.extractor
+	}
+	cands, err := ex.Extract(ctx, fresh)
 	if err != nil {
 		return res, fmt.Errorf("memory: extract: %w", err)
 	}
@@ -152,6 +163,9 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if !ok {
 			continue
 		}
+		if b.provisional != nil {
+			u.Origin = OriginProvisional
+		}
 		units = append(units, u)
 		unitTurn = append(unitTurn, c.Turn)
 	}
@@ -173,10 +187,15 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	}
 	vecs := s.embedUnits(ctx, units)
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		if b.before != nil {
+			if err := b.before(ctx, tx); err != nil {
+				return err
+			}
+		}
 		skip := map[int]bool{}
 		for i, t := range fresh {
-			if t.Source == "" {
-				continue
+			if t.Source == "" || b.provisional != nil {
+				continue // a provisional pass leaves the turns to the real extraction
 			}
 			r, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO memory_sources (source, at) VALUES (?, ?)`, t.Source, ms(now))
 			if err != nil {
@@ -210,9 +229,10 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 				res.Superseded++
 			}
 			res.IDs = append(res.IDs, uid)
+			b.provisional.note(out, uid)
 		}
 		for i, t := range fresh {
-			if skip[i] || len(t.Injected) == 0 {
+			if skip[i] || len(t.Injected) == 0 || b.provisional != nil {
 				continue
 			}
 			if err := countInjected(ctx, tx, t.Injected, s.saidAt(t)); err != nil {

@@ -54,6 +54,16 @@ type Ingester struct {
 	mu     sync.Mutex
 	counts map[string]int // learnable turns per session since its last enqueue
 
+	// flush waits for observed turns to be persisted (core.Flush).
+	flush func(ctx context.Context) error
+	// startWait bounds how long a new session's first turn waits for the
+	// catch-up (memory.session_start_wait_ms).
+	startWait time.Duration
+	catchups  chan struct{} // running catch-ups
+	checks    chan struct{} // running durable-statement checks
+	locks     lockStripes   // one ingestion of a session at a time
+	provLocks lockStripes   // one provisional pass of a session at a time
+
 	// testHookInTx, when set, runs inside each batch's write transaction.
 	testHookInTx func()
 }
@@ -69,7 +79,11 @@ type IngesterOptions struct {
 	SideTurns bool
 	// Enqueue schedules a durable job; nil ingests inline (tests, CLI).
 	Enqueue func(ctx context.Context, job IngestJob) error
-	Log     zerolog.Logger
+	// StartWait is how long a new session's first retrieval waits for the
+	// agent's earlier pending turns to be ingested (memory.session_start_wait_ms);
+	// 0 does it all in the background.
+	StartWait time.Duration
+	Log       zerolog.Logger
 }
 
 // NewIngester returns an ingester reading turns from st.
@@ -80,20 +94,23 @@ func NewIngester(st *store.SQLite, mem *Store, o IngesterOptions) *Ingester {
 	if o.Every <= 0 {
 		o.Every = 5
 	}
-	return &Ingester{st: st, mem: mem, sink: o.Sink, every: o.Every, side: o.SideTurns, log: o.Log, enqueue: o.Enqueue, counts: map[string]int{}}
+	return &Ingester{st: st, mem: mem, sink: o.Sink, every: o.Every, side: o.SideTurns, log: o.Log, enqueue: o.Enqueue, counts: map[string]int{},
+		startWait: max(o.StartWait, 0), catchups: make(chan struct{}, 4), checks: make(chan struct{}, 2)}
 }
 
 // Register wires the ingester into the core: the turn listener, the ingest
-// job and the session-end flush. auto false registers the jobs only
-// (memory.manual_trigger, memory.auto_extract false).
+// job, the session-end flush and the session-start catch-up. auto false
+// registers the jobs only (memory.manual_trigger, memory.auto_extract false).
 func (in *Ingester) Register(c *core.Core, auto bool) {
 	in.enqueue = func(ctx context.Context, job IngestJob) error {
 		return c.Enqueue(ctx, JobIngest, job, time.Time{})
 	}
+	in.flush = c.Flush
 	c.HandleJobs(JobIngest, in.HandleIngest)
 	if auto {
 		c.OnTurn(in.OnTurn)
 		c.OnSessionEnd(JobFlush, in.HandleFlush)
+		c.OnSessionStart(in.OnSessionStart)
 	}
 }
 
@@ -105,7 +122,8 @@ func (in *Ingester) learnable(t store.Turn) bool {
 }
 
 // OnTurn is the core's turn listener. It runs on the recorder goroutine, so
-// it only counts; every N learnable turns of a session it enqueues a job.
+// it only counts; every N learnable turns of a session it enqueues a job,
+// and a turn whose user marks something as lasting is ingested at once.
 func (in *Ingester) OnTurn(ctx context.Context, t *store.Turn) {
 	if !in.learnable(*t) {
 		return
@@ -122,6 +140,9 @@ func (in *Ingester) OnTurn(ctx context.Context, t *store.Turn) {
 		in.counts[t.SessionID] = n
 	}
 	in.mu.Unlock()
+	if !due && in.enqueue != nil {
+		in.checkDurable(t.SessionID, t.RequestJSON)
+	}
 	if due && in.enqueue != nil {
 		if err := in.enqueue(ctx, IngestJob{SessionID: t.SessionID}); err != nil {
 			in.log.Error().Err(err).Str("session", t.SessionID).Msg("memory: could not enqueue ingestion; the session's end will ingest its turns")
@@ -248,6 +269,26 @@ AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session
 	return n, nil
 }
 
+// pendingCounts adds memory_pending_turns and memory_oldest_pending_seconds
+// (how long the oldest of them has waited) to a provider's counts.
+func pendingCounts(ctx context.Context, q queryer, out map[string]int) {
+	floor, err := pendingFloor(ctx, q)
+	if err != nil {
+		return
+	}
+	var n int
+	var oldest sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*), MIN(t.created_at) FROM turns t WHERE t.id > ? AND `+learnableSQL(false)+`
+AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0)`, floor).Scan(&n, &oldest); err != nil {
+		return
+	}
+	out["memory_pending_turns"] = n
+	out["memory_oldest_pending_seconds"] = 0
+	if oldest.Valid {
+		out["memory_oldest_pending_seconds"] = int(max(0, time.Since(time.UnixMilli(oldest.Int64)).Seconds()))
+	}
+}
+
 // Pending counts this ingester's pending turns.
 func (in *Ingester) Pending(ctx context.Context) (int, error) {
 	return pendingTurns(ctx, in.st.Reader(), in.side)
@@ -294,6 +335,9 @@ func toTurn(host string, t store.Turn) Turn {
 // also writes its working summary.
 func (in *Ingester) IngestSession(ctx context.Context, session string, final bool) (IngestResult, error) {
 	var total IngestResult
+	mu := in.lockFor(&in.locks, session)
+	mu.Lock()
+	defer mu.Unlock()
 	host, err := in.mem.HostID(ctx)
 	if err != nil {
 		return total, err
@@ -342,6 +386,9 @@ func (in *Ingester) IngestSession(ctx context.Context, session string, final boo
 // (a crash in between resends it, and the remote skips what it has seen).
 func (in *Ingester) send(ctx context.Context, b Batch, local bool, session string, last, summarized int64) (IngestResult, error) {
 	if local {
+		b.before = func(ctx context.Context, tx *sql.Tx) error {
+			return withdraw(ctx, tx, session, last, in.mem.o.Extractor.Name(), in.mem.now())
+		}
 		b.after = func(ctx context.Context, tx *sql.Tx) error {
 			if in.testHookInTx != nil {
 				in.testHookInTx()

@@ -46,8 +46,9 @@ func TestIngestEveryNTurnsWithoutSessionEnd(t *testing.T) {
 	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 3 }), WireOptions{}, "")
 	ctx := context.Background()
 	o := chatOpts{session: "open", user: "u"}
+	// Plain statements wait for their batch (durable ones, "never …", would not).
 	h.chat("I prefer tabs for indentation.", o)
-	h.chat("Never deploy on Fridays.", o)
+	h.chat("We use PostgreSQL for the main database.", o)
 	h.Flush(t)
 	if c := h.statusCounts(); c["memory_pending_turns"] != 2 || c["memories"] != 0 {
 		t.Fatalf("after 2 turns: %v", c)
@@ -65,8 +66,8 @@ func TestIngestEveryNTurnsWithoutSessionEnd(t *testing.T) {
 		t.Fatal("the session should still be open: ingestion did not need its end")
 	}
 	// The next turn is visible in the following turn's block.
-	sys := h.chat("Write a deploy script for Friday.", o)
-	if !strings.Contains(memoryBlock(sys), "Never deploy on Fridays") {
+	sys := h.chat("Write the database migration.", o)
+	if !strings.Contains(memoryBlock(sys), "PostgreSQL") {
 		t.Fatalf("block:\n%s", sys)
 	}
 }
@@ -210,9 +211,10 @@ func TestManualTrigger(t *testing.T) {
 func TestPendingCountsAcrossSessions(t *testing.T) {
 	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 100 }), WireOptions{}, "")
 	ctx := context.Background()
+	// One agent each: a new session of an agent ingests that agent's earlier ones.
 	for i := 0; i < 4; i++ {
 		for j := 0; j < 3; j++ {
-			h.chat(fmt.Sprintf("note %d-%d", i, j), chatOpts{session: fmt.Sprintf("p%d", i)})
+			h.chat(fmt.Sprintf("note %d-%d", i, j), chatOpts{session: fmt.Sprintf("p%d", i), agent: fmt.Sprintf("a%d", i)})
 		}
 	}
 	// A failed turn is not learnable.

@@ -157,9 +157,7 @@ func (r *Remote) Counts(ctx context.Context) map[string]int {
 		out["memories"] = st.Memories
 	}
 	if r.local != nil {
-		if n, err := pendingTurns(ctx, r.local.r, false); err == nil {
-			out["memory_pending_turns"] = n
-		}
+		pendingCounts(ctx, r.local.r, out)
 	}
 	return out
 }

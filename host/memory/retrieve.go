@@ -63,9 +63,7 @@ func (s *Store) Counts(ctx context.Context) map[string]int {
 	if n, err := s.ActiveCount(ctx); err == nil {
 		out["memories"] = n
 	}
-	if n, err := pendingTurns(ctx, s.r, false); err == nil {
-		out["memory_pending_turns"] = n
-	}
+	pendingCounts(ctx, s.r, out)
 	return out
 }
 

@@ -69,7 +69,8 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 	} else {
 		c.AddProvider(s)
 	}
-	h.Ingester = NewIngester(st, s, IngesterOptions{Sink: sink, Every: m.IngestEveryTurns, SideTurns: m.IgnoreTurnType, Log: log})
+	h.Ingester = NewIngester(st, s, IngesterOptions{Sink: sink, Every: m.IngestEveryTurns, SideTurns: m.IgnoreTurnType, Log: log,
+		StartWait: time.Duration(m.SessionStartWaitMS) * time.Millisecond})
 	h.Ingester.Register(c, !h.manual)
 	if h.Remote != nil {
 		h.Routes = h.Remote.ForwardRoutes(h.Ingester)

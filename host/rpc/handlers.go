@@ -56,6 +56,7 @@ func (s *Server) routes() {
 		return s.observe(p)
 	})
 	m.Handle(protocol.MethodAgentEnd, s.handleAgentEnd)
+	m.Handle(protocol.MethodSessionStart, s.handleStart)
 	m.Handle(protocol.MethodSessionEnd, func(ctx context.Context, raw json.RawMessage) (any, error) {
 		return s.handleEnd(ctx, raw, false)
 	})
@@ -376,23 +377,40 @@ func (s *Server) handleAgentEnd(ctx context.Context, raw json.RawMessage) (any, 
 	return res, nil
 }
 
-func (s *Server) handleEnd(ctx context.Context, raw json.RawMessage, reset bool) (any, error) {
-	var p protocol.SessionEndParams
-	if err := protocol.Decode(raw, &p); err != nil {
-		return nil, err
+// sessionParams decodes the params of session.start/end/reset; the reason
+// defaults to def.
+func sessionParams(raw json.RawMessage, def string) (p protocol.SessionEndParams, agent, reason string, err error) {
+	if err = protocol.Decode(raw, &p); err != nil {
+		return p, "", "", err
 	}
-	agent, err := identity(p.Identity, true)
+	if agent, err = identity(p.Identity, true); err != nil {
+		return p, "", "", err
+	}
+	reason = strings.TrimSpace(p.Reason)
+	if reason == "" {
+		reason = def
+	}
+	return p, agent, reason, checkID("reason", reason, 64)
+}
+
+func (s *Server) handleStart(ctx context.Context, raw json.RawMessage) (any, error) {
+	p, agent, reason, err := sessionParams(raw, core.StartAnnounced)
 	if err != nil {
 		return nil, err
 	}
-	reason := strings.TrimSpace(p.Reason)
-	if reset && reason == "" {
-		reason = "reset"
+	if !s.o.Core.StartSession(ctx, core.SessionStart{SessionID: p.Session, Agent: agent, Scope: scopeOf(p.Identity), Reason: reason}) {
+		return protocol.SessionStartResult{Reason: "seen before"}, nil
 	}
-	if reason == "" {
-		reason = "end"
+	return protocol.SessionStartResult{Started: true}, nil
+}
+
+func (s *Server) handleEnd(ctx context.Context, raw json.RawMessage, reset bool) (any, error) {
+	def := "end"
+	if reset {
+		def = "reset"
 	}
-	if err := checkID("reason", reason, 64); err != nil {
+	p, agent, reason, err := sessionParams(raw, def)
+	if err != nil {
 		return nil, err
 	}
 	if reset {

@@ -28,6 +28,7 @@ const (
 	MethodTraceRegister = "trace.register"
 	MethodObserve       = "observe"
 	MethodAgentEnd      = "agent.end"
+	MethodSessionStart  = "session.start"
 	MethodSessionEnd    = "session.end"
 	MethodSessionReset  = "session.reset"
 	MethodToolsList     = "tools.list"
@@ -38,7 +39,7 @@ const (
 // HostMethods lists the host socket's methods in documentation order.
 var HostMethods = []string{
 	MethodPing, MethodStatus, MethodContext, MethodTraceRegister, MethodObserve, MethodAgentEnd,
-	MethodSessionEnd, MethodSessionReset, MethodToolsList, MethodToolsCall, MethodShutdown,
+	MethodSessionStart, MethodSessionEnd, MethodSessionReset, MethodToolsList, MethodToolsCall, MethodShutdown,
 }
 
 // Error codes. The -327xx/-326xx range is JSON-RPC's own; -320xx are ours.
@@ -190,7 +191,19 @@ type AgentEndResult struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// SessionEndParams ends (session.end) or resets (session.reset) a session.
+// SessionStartParams announces a new session (a client's session-start
+// hook): the agent's earlier pending turns are ingested into memory now,
+// before the session's first retrieval.
+type SessionStartParams = SessionEndParams
+
+// SessionStartResult says whether the session was new to the host.
+type SessionStartResult struct {
+	Started bool   `json:"started"`
+	Reason  string `json:"reason,omitempty"` // why not
+}
+
+// SessionEndParams ends (session.end) or resets (session.reset) a session
+// (and, as SessionStartParams, starts one).
 type SessionEndParams struct {
 	Identity
 	Reason string `json:"reason,omitempty"`

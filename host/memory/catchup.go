@@ -1,0 +1,187 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"hash/fnv"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/transcript"
+)
+
+// What a new session sees. A session with fewer than
+// memory.ingest_every_turns turns is otherwise ingested only when it ends
+// (memory.session_idle_minutes of silence), so a rule said five minutes ago
+// in another chat would be missing. When a session starts (core
+// OnSessionStart), the pending turns of the same agent's earlier sessions in
+// the same scope are ingested before the new session's first retrieval:
+// synchronously within memory.session_start_wait_ms, in the background
+// beyond it. The earlier sessions stay open; their cursors make sure nothing
+// is mined twice. With an LLM extractor the heuristic goes first
+// (provisional.go) and the LLM's result replaces it when it arrives.
+
+// catchUpTimeout bounds the background part of one catch-up.
+const catchUpTimeout = 2 * time.Minute
+
+// maxCatchUpSessions bounds the earlier sessions one catch-up ingests.
+const maxCatchUpSessions = 100
+
+// OnSessionStart is the core's session-start listener.
+func (in *Ingester) OnSessionStart(ctx context.Context, s core.SessionStart) {
+	select {
+	case in.catchups <- struct{}{}:
+	default:
+		// Enough catch-ups are running; their sessions' batches and ends
+		// still ingest everything.
+		in.log.Debug().Str("session", s.SessionID).Msg("memory: catch-up skipped, others running")
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer func() { <-in.catchups }()
+		defer close(done)
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), catchUpTimeout)
+		defer cancel()
+		start := time.Now()
+		except := s.SessionID
+		if s.Resumed {
+			except = "" // its own turns are the earlier conversation
+		}
+		res, err := in.CatchUp(bg, s.Agent, s.Scope.Key(), except)
+		ev := in.log.Debug()
+		if err != nil {
+			ev = in.log.Warn().Err(err)
+		}
+		ev.Str("session", s.SessionID).Str("agent", s.Agent).Int("turns", res.Turns).Int("added", res.Added).
+			Dur("took", time.Since(start)).Msg("memory: caught up with the agent's earlier sessions")
+	}()
+	if in.startWait <= 0 {
+		return
+	}
+	t := time.NewTimer(in.startWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// CatchUp ingests the pending turns of agent's sessions in scope other than
+// except (provisionally first when the extractor is an LLM). The sessions
+// stay open.
+func (in *Ingester) CatchUp(ctx context.Context, agent, scope, except string) (IngestResult, error) {
+	var total IngestResult
+	if in.flush != nil {
+		if err := in.flush(ctx); err != nil { // turns observed just before are persisted first
+			return total, err
+		}
+	}
+	sessions, err := in.pendingSessionsOf(ctx, agent, scope, except)
+	if err != nil {
+		return total, err
+	}
+	quick := in.quick()
+	for _, s := range sessions {
+		in.mu.Lock()
+		delete(in.counts, s)
+		in.mu.Unlock()
+		var res IngestResult
+		if quick {
+			res, err = in.provisional(ctx, s)
+			if err == nil && in.enqueue != nil {
+				err = in.enqueue(ctx, IngestJob{SessionID: s}) // the real extraction, which replaces it
+			}
+		} else {
+			res, err = in.IngestSession(ctx, s, false)
+		}
+		total.add(res)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// pendingSessionsOf lists sessions of agent in scope with pending turns.
+func (in *Ingester) pendingSessionsOf(ctx context.Context, agent, scope, except string) ([]string, error) {
+	floor, err := pendingFloor(ctx, in.st.Reader())
+	if err != nil {
+		return nil, err
+	}
+	rows, err := in.st.Reader().QueryContext(ctx, `SELECT DISTINCT t.session_id FROM turns t WHERE t.id > ? AND `+learnableSQL(in.side)+`
+AND t.agent = ? AND t.memory_scope = ? AND t.session_id != ?
+AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0) LIMIT ?`,
+		floor, agent, scope, except, maxCatchUpSessions)
+	if err != nil {
+		return nil, err
+	}
+	return scanStrings(rows)
+}
+
+// scanStrings reads a one-column result and closes it.
+func scanStrings(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// lockStripes serialise ingestion per session (striped: a collision only
+// makes two sessions wait for each other).
+type lockStripes [64]sync.Mutex
+
+func (in *Ingester) lockFor(l *lockStripes, session string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(session))
+	return &l[h.Sum32()%uint32(len(l))]
+}
+
+// durableEN and durableZH spot statements the user marks as lasting: they
+// are ingested at once instead of waiting for the batch.
+var (
+	durableEN = regexp.MustCompile(`(?i)\b(?:remember (?:that|this)|keep in mind|note that|don'?t forget|from now on|going forward|from here on|henceforth|in (?:the )?future)\b|` +
+		`(?:^|[.!?;:\n]\s*)(?:(?:please|and|also|so)[,\s]+)*(?:(?:you|we)\s+(?:should|must|will)\s+)?(?:always|never|do not ever|don'?t ever)\b`)
+	durableZH = regexp.MustCompile(`记住|记得|记一下|记下|以后|今后|从现在开始|从今以后|往后|总是|始终|永远|务必|一定要|必须|千万|绝对不要|不要再|别再`)
+)
+
+// Durable reports whether a user's text marks something as lasting
+// ("remember that …", "from now on …", "always/never …", 记住, 以后, 永远不要 …).
+func Durable(text string) bool {
+	return durableEN.MatchString(text) || durableZH.MatchString(text)
+}
+
+// checkDurable looks at a persisted turn's new user text off the recorder
+// goroutine (parsing a large request takes a millisecond) and enqueues the
+// session's ingestion when it is durable. At most two checks run at once;
+// beyond that the turn waits for its batch like any other.
+func (in *Ingester) checkDurable(session, requestJSON string) {
+	select {
+	case in.checks <- struct{}{}:
+	default:
+		return
+	}
+	go func() {
+		defer func() { <-in.checks }()
+		if !Durable(transcript.UserText(requestJSON)) {
+			return
+		}
+		in.mu.Lock()
+		delete(in.counts, session)
+		in.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := in.enqueue(ctx, IngestJob{SessionID: session}); err != nil {
+			in.log.Warn().Err(err).Str("session", session).Msg("memory: could not enqueue ingestion of a durable statement; its batch will")
+		}
+	}()
+}
