@@ -202,7 +202,8 @@ func printStatus(w interface{ Write([]byte) (int, error) }, st daemon.Status) {
 	fmt.Fprintf(w, "  learned   %d skills, %d memories (context: %s)\n", st.Counts.Skills, st.Counts.Memories, providers)
 	fmt.Fprintf(w, "  jobs      %d pending, %d failed; %d turns waiting to be written\n", st.Jobs.Pending, st.Jobs.Failed, st.Counts.PendingTurns)
 	if st.Counts.MemoryPendingTurns > 0 {
-		fmt.Fprintf(w, "  memory    %d turns waiting to be ingested\n", st.Counts.MemoryPendingTurns)
+		fmt.Fprintf(w, "  memory    %d turns waiting to be ingested, the oldest for %s\n", st.Counts.MemoryPendingTurns,
+			time.Duration(st.Counts.MemoryOldestPendingSeconds)*time.Second)
 	}
 	for purpose, u := range st.LLMUsage {
 		fmt.Fprintf(w, "  llm       %s: %d calls (%d failed), %d in / %d out tokens\n", purpose, u.Calls, u.Failed, u.InputTokens, u.OutputTokens)

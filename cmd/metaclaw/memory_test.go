@@ -252,11 +252,12 @@ func TestMemoryThroughTheRealBinary(t *testing.T) {
 		}
 	}
 	send("e2e", "I prefer tabs for indentation.")
-	send("e2e", "Never deploy on Fridays.")
+	send("e2e", "We use PostgreSQL 16 for the main database.") // plain statements wait ("never …" would not)
 	type counts struct {
 		Counts struct {
-			Memories           int `json:"memories"`
-			MemoryPendingTurns int `json:"memory_pending_turns"`
+			Memories           int  `json:"memories"`
+			MemoryPendingTurns int  `json:"memory_pending_turns"`
+			OldestPending      *int `json:"memory_oldest_pending_seconds"`
 		} `json:"counts"`
 		Providers []string `json:"context_providers"`
 	}
@@ -274,8 +275,11 @@ func TestMemoryThroughTheRealBinary(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		s = status()
 	}
-	if s.Counts.MemoryPendingTurns != 2 || s.Counts.Memories != 0 || !strings.Contains(strings.Join(s.Providers, ","), "memory") {
+	if s.Counts.MemoryPendingTurns != 2 || s.Counts.Memories != 0 || s.Counts.OldestPending == nil || !strings.Contains(strings.Join(s.Providers, ","), "memory") {
 		t.Fatalf("before flush: %+v", s)
+	}
+	if out, _ := c.run("status"); !strings.Contains(out, "2 turns waiting to be ingested, the oldest for") {
+		t.Fatalf("status text:\n%s", out)
 	}
 	out, code := c.run("memory", "flush", "--json")
 	if code != 0 || !strings.Contains(out, `"via": "host"`) {
@@ -285,11 +289,11 @@ func TestMemoryThroughTheRealBinary(t *testing.T) {
 		t.Fatalf("after flush: %+v", s)
 	}
 	send("later", "Can we ship the hotfix on Friday?")
-	if sys := fmt.Sprint(up.Last().Body["messages"]); !strings.Contains(sys, "Never deploy on Fridays") || !strings.Contains(sys, "tabs") {
+	if sys := fmt.Sprint(up.Last().Body["messages"]); !strings.Contains(sys, "PostgreSQL 16") || !strings.Contains(sys, "tabs") {
 		t.Fatalf("prompt lacks the memories: %s", sys)
 	}
 	// The CLI reads the same store while the host runs.
-	if out, code := c.run("memory", "search", "--user", "carol", "friday"); code != 0 || !strings.Contains(out, "Fridays") {
+	if out, code := c.run("memory", "search", "--user", "carol", "postgresql"); code != 0 || !strings.Contains(out, "PostgreSQL") {
 		t.Fatalf("search while running: %d %s", code, out)
 	}
 }

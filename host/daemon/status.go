@@ -50,15 +50,17 @@ type Upstream struct {
 
 // Counts are what the host has recorded and learned.
 type Counts struct {
-	Turns              int   `json:"turns"`
-	Sessions           int   `json:"sessions"`
-	OpenSessions       int   `json:"open_sessions"`
-	InjectedTokens     int   `json:"injected_tokens"`
-	Skills             int   `json:"skills"`
-	Memories           int   `json:"memories"`
-	PendingTurns       int   `json:"pending_turns"`        // observed, not yet persisted
-	MemoryPendingTurns int   `json:"memory_pending_turns"` // persisted, not yet ingested into memory
-	ObservedSinceStart int64 `json:"observed_since_start"`
+	Turns              int `json:"turns"`
+	Sessions           int `json:"sessions"`
+	OpenSessions       int `json:"open_sessions"`
+	InjectedTokens     int `json:"injected_tokens"`
+	Skills             int `json:"skills"`
+	Memories           int `json:"memories"`
+	PendingTurns       int `json:"pending_turns"`        // observed, not yet persisted
+	MemoryPendingTurns int `json:"memory_pending_turns"` // persisted, not yet ingested into memory
+	// MemoryOldestPendingSeconds is how long the oldest of them has waited.
+	MemoryOldestPendingSeconds int   `json:"memory_oldest_pending_seconds"`
+	ObservedSinceStart         int64 `json:"observed_since_start"`
 }
 
 // Jobs are the durable background queue.
@@ -94,6 +96,7 @@ func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Inf
 		Turns: stats.Turns, Sessions: stats.Sessions, OpenSessions: stats.OpenSessions,
 		InjectedTokens: stats.InjectedTokens, PendingTurns: stats.QueuedTurns, ObservedSinceStart: stats.ObservedSinceStart,
 		Skills: stats.Learned["skills"], Memories: stats.Learned["memories"], MemoryPendingTurns: stats.Learned["memory_pending_turns"],
+		MemoryOldestPendingSeconds: stats.Learned["memory_oldest_pending_seconds"],
 	}
 	st.Plugins = subplugin.AllStatus()
 	if st.Plugins == nil {

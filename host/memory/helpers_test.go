@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -124,6 +125,15 @@ type chatOpts struct {
 
 func (h *memHost) chat(text string, o chatOpts) string {
 	h.t.Helper()
+	sys, err := h.send(text, o)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return sys
+}
+
+// send is chat for other goroutines than the test's: it returns the error.
+func (h *memHost) send(text string, o chatOpts) (string, error) {
 	msgs := []map[string]any{{"role": "system", "content": "You are a helpful assistant. Always be polite."}}
 	msgs = append(msgs, o.history...)
 	msgs = append(msgs, map[string]any{"role": "user", "content": text})
@@ -151,14 +161,14 @@ func (h *memHost) chat(text string, o chatOpts) string {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		h.t.Fatal(err)
+		return "", err
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		h.t.Fatalf("chat: HTTP %d: %s", resp.StatusCode, raw)
+		return "", fmt.Errorf("chat: HTTP %d: %s", resp.StatusCode, raw)
 	}
-	return systemPrompt(h.Upstream.Last().Body)
+	return systemPrompt(h.Upstream.Last().Body), nil
 }
 
 func systemPrompt(body map[string]any) string {

@@ -89,6 +89,10 @@ func (in *Ingester) quick() bool {
 // provisional runs the heuristic over a session's pending turns not yet
 // covered by an earlier pass.
 func (in *Ingester) provisional(ctx context.Context, session string) (IngestResult, error) {
+	return in.provisionalWith(ctx, session, Heuristic{})
+}
+
+func (in *Ingester) provisionalWith(ctx context.Context, session string, ex Extractor) (IngestResult, error) {
 	var total IngestResult
 	mu := in.lockFor(&in.provLocks, session)
 	mu.Lock()
@@ -115,7 +119,7 @@ func (in *Ingester) provisional(ctx context.Context, session string) (IngestResu
 			return total, err
 		}
 		last := turns[len(turns)-1].ID
-		pass := &provisionalPass{extractor: Heuristic{}}
+		pass := &provisionalPass{extractor: ex}
 		b := Batch{SessionID: session, provisional: pass}
 		for _, t := range turns {
 			if in.learnable(t) {

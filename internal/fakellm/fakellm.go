@@ -43,6 +43,43 @@ type Server struct {
 
 	mu   sync.Mutex
 	reqs []Request
+	hold chan struct{} // while open, chat requests wait (Hold)
+}
+
+// Hold makes every chat request from now on wait, after it is recorded,
+// until release is called: a slow upstream whose pace the test controls.
+func (s *Server) Hold() (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.hold = ch
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.hold == ch {
+				s.hold = nil
+			}
+			s.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// held waits while the server is held; false when the client went away.
+func (s *Server) held(r *http.Request) bool {
+	s.mu.Lock()
+	ch := s.hold
+	s.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // New starts a fake upstream on a loopback port.
@@ -185,6 +222,9 @@ func (s *Server) sleep(r *http.Request, d time.Duration) bool {
 
 func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.record(r)
+	if ok && !s.held(r) {
+		return
+	}
 	if !ok {
 		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": "bad json", "type": "invalid_request_error"}})
 		return
@@ -283,6 +323,9 @@ func (s *Server) openaiStream(w http.ResponseWriter, r *http.Request, id, model 
 
 func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.record(r)
+	if ok && !s.held(r) {
+		return
+	}
 	if !ok {
 		writeJSON(w, 400, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": "bad json"}})
 		return

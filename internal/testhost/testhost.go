@@ -84,7 +84,8 @@ func Start(t testing.TB, o Options) *Host {
 			"counts": map[string]any{
 				"turns": st.Turns, "sessions": st.Sessions, "open_sessions": st.OpenSessions, "injected_tokens": st.InjectedTokens,
 				"skills": st.Learned["skills"], "memories": st.Learned["memories"], "memory_pending_turns": st.Learned["memory_pending_turns"],
-				"pending_turns": st.QueuedTurns,
+				"memory_oldest_pending_seconds": st.Learned["memory_oldest_pending_seconds"],
+				"pending_turns":                 st.QueuedTurns,
 			},
 			"jobs":              map[string]any{"pending": st.PendingJobs, "failed": st.FailedJobs},
 			"rl":                map[string]any{"state": "inactive", "reason": "test host"},

@@ -81,12 +81,23 @@ func Home(t testing.TB) string {
 // memory_search tool on the core besides the rpc server's metaclaw_status.
 func Start(t testing.TB, home string) *Host {
 	t.Helper()
+	return StartWith(t, home, nil)
+}
+
+// StartWith is Start with setup wiring the core in place of the fixed
+// provider and tool (e.g. the real memory layer, as the daemon wires it).
+func StartWith(t testing.TB, home string, setup func(c *core.Core, st *store.SQLite)) *Host {
+	t.Helper()
 	st, err := store.OpenSQLite(context.Background(), filepath.Join(home, store.DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &Host{Home: home, Store: st, Provider: &Provider{}}
 	h.Core = core.New(core.Options{Store: st, Log: zerolog.Nop()})
+	if setup != nil {
+		setup(h.Core, st)
+		return h.listen(t)
+	}
 	h.Core.AddProvider(h.Provider)
 	h.Core.RegisterTool(core.Tool{
 		Name: "memory_search", Description: "Search the user's long-term memory.",
@@ -105,6 +116,13 @@ func Start(t testing.TB, home string) *Host {
 			return map[string]any{"agent": q.Agent, "results": hits}, nil
 		},
 	})
+	return h.listen(t)
+}
+
+// listen serves the rpc socket until the test ends.
+func (h *Host) listen(t testing.TB) *Host {
+	t.Helper()
+	home := h.Home
 	h.RPC = rpc.New(rpc.Options{Core: h.Core, Log: zerolog.Nop(), Version: "test"})
 	if err := h.RPC.Listen(protocol.SocketPath(home)); err != nil {
 		t.Fatal(err)
