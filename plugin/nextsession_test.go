@@ -2,6 +2,8 @@ package plugin_test
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +33,7 @@ type memoryHost struct {
 	oc  *served
 }
 
-func startMemoryHost(t *testing.T, mutate func(*config.Config)) *memoryHost {
+func startMemoryHost(t testing.TB, mutate func(*config.Config)) *memoryHost {
 	t.Helper()
 	home := plugintest.Home(t)
 	cfg := config.Default(t.TempDir())
@@ -64,7 +66,7 @@ func ocText(role, text string) map[string]any {
 
 // turn drives one OpenClaw turn the way the extension does: before_prompt_build
 // (whose answer is the injected block) and agent_end with the run's messages.
-func (h *memoryHost) turn(t *testing.T, session string, history []string, prompt string) string {
+func (h *memoryHost) turn(t testing.TB, session string, history []string, prompt string) string {
 	t.Helper()
 	runID := session + "-" + time.Now().Format("150405.000000000")
 	var msgs []map[string]any
@@ -78,7 +80,7 @@ func (h *memoryHost) turn(t *testing.T, session string, history []string, prompt
 	return ret["appendSystemContext"]
 }
 
-func (h *memoryHost) teach(t *testing.T, session string) {
+func (h *memoryHost) teach(t testing.TB, session string) {
 	t.Helper()
 	for i, m := range ocLesson {
 		h.turn(t, session, ocLesson[:i], m)
@@ -177,5 +179,33 @@ func TestOpenClawNewSessionWithSlowLLMExtractor(t *testing.T) {
 	block = h.turn(t, "llm-b", []string{first}, "And the indentation?")
 	if m := lacks(block, "Indentation: the user wants tabs.", "Main database: PostgreSQL 16.", "Timezone of the user: UTC+8."); len(m) > 0 || strings.Contains(block, "The user prefers tabs") {
 		t.Fatalf("the LLM's memories should have replaced the heuristic's (missing %q):\n%s", m, block)
+	}
+}
+
+// BenchmarkOpenClawNewSessionFirstPrompt times before_prompt_build through
+// `plugin serve` and the socket: the first prompt of a new session after an
+// earlier session left three pending turns (catch-up included), and a
+// later prompt of the same session. docs/memory.md quotes the figures:
+//
+//	go test -run '^$' -bench OpenClawNewSession -benchtime 100x ./plugin/
+func BenchmarkOpenClawNewSessionFirstPrompt(b *testing.B) {
+	h := startMemoryHost(b, func(cfg *config.Config) { cfg.Memory.IngestEveryTurns = 100 })
+	var first, later []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		h.teach(b, fmt.Sprintf("a%d", i))
+		b.StartTimer()
+		start := time.Now()
+		h.turn(b, fmt.Sprintf("b%d", i), nil, "Set up a new service for me.")
+		first = append(first, time.Since(start))
+		start = time.Now()
+		h.turn(b, fmt.Sprintf("b%d", i), []string{"Set up a new service for me."}, "Which database?")
+		later = append(later, time.Since(start))
+	}
+	for name, took := range map[string][]time.Duration{"first": first, "later": later} {
+		sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+		b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, name+"-p50-ms")
+		b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, name+"-p99-ms")
 	}
 }

@@ -48,7 +48,7 @@ type served struct {
 
 // serve runs `plugin serve` in-process on pipes and returns a JSON-RPC
 // client speaking to its stdio.
-func serve(t *testing.T, home, client string, autoStart bool) *served {
+func serve(t testing.TB, home, client string, autoStart bool) *served {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -73,7 +73,7 @@ func serve(t *testing.T, home, client string, autoStart bool) *served {
 	return s
 }
 
-func (s *served) call(t *testing.T, method string, params, result any) {
+func (s *served) call(t testing.TB, method string, params, result any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
