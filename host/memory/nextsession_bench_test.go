@@ -30,15 +30,7 @@ func BenchmarkNewSessionFirstTurn(b *testing.B) {
 			var took []time.Duration
 			b.ResetTimer()
 			for i := range b.N {
-				b.StopTimer()
-				for j := range pending { // in three earlier sessions
-					observeTurn(h, fmt.Sprintf("a%d-%d", i, j%3), fmt.Sprintf("We use tool%d-%d for step %d of the release.", i, j, j))
-				}
-				h.Flush(b)
-				b.StartTimer()
-				start := time.Now()
-				h.chat("Set up a new service for me.", chatOpts{session: fmt.Sprintf("b%d", i), user: "u"})
-				took = append(took, time.Since(start))
+				took = append(took, timeNewSession(b, h, i, pending, 3))
 				b.StopTimer()
 				h.Flush(b) // the next round starts with exactly `pending` turns
 				if _, err := h.mem.Ingester.IngestSession(context.Background(), fmt.Sprintf("b%d", i), false); err != nil {
@@ -68,18 +60,11 @@ func BenchmarkNewSessionFirstTurnLLM(b *testing.B) {
 	var took, replaced []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
-		b.StopTimer()
-		for j := range 3 {
-			observeTurn(h, fmt.Sprintf("a%d", i), fmt.Sprintf("We use tool%d-%d for step %d of the release.", i, j, j))
-		}
-		h.Flush(b)
-		b.StartTimer()
 		start := time.Now()
-		h.chat("Set up a new service for me.", chatOpts{session: fmt.Sprintf("b%d", i), user: "u"})
-		took = append(took, time.Since(start))
+		took = append(took, timeNewSession(b, h, i, 3, 1))
 		b.StopTimer()
 		for {
-			if j, _ := readJournal(ctx, h.Store.Reader(), fmt.Sprintf("a%d", i)); len(j) == 0 {
+			if j, _ := readJournal(ctx, h.Store.Reader(), fmt.Sprintf("a%d-0", i)); len(j) == 0 {
 				break
 			}
 			if time.Since(start) > 30*time.Second {
@@ -92,6 +77,20 @@ func BenchmarkNewSessionFirstTurnLLM(b *testing.B) {
 	}
 	reportPercentiles(b, "", took)
 	reportPercentiles(b, "replaced-", replaced)
+}
+
+// timeNewSession records pending turns of user u in earlier sessions
+// a<i>-<n> (timer stopped) and times the first request of session b<i>.
+func timeNewSession(b *testing.B, h *memHost, i, pending, sessions int) time.Duration {
+	b.StopTimer()
+	for j := range pending {
+		observeTurn(h, fmt.Sprintf("a%d-%d", i, j%sessions), fmt.Sprintf("We use tool%d-%d for step %d of the release.", i, j, j))
+	}
+	h.Flush(b)
+	b.StartTimer()
+	start := time.Now()
+	h.chat("Set up a new service for me.", chatOpts{session: fmt.Sprintf("b%d", i), user: "u"})
+	return time.Since(start)
 }
 
 // observeTurn records a user message of user u as the proxy records a turn
