@@ -395,10 +395,11 @@ func TestCatchUpIsBoundedThenContinues(t *testing.T) {
 		h.chat(l.say, chatOpts{session: "bg-a", user: "u", history: historyOf(lesson[:i])})
 	}
 	h.chat("Hello again.", chatOpts{session: "bg-b", user: "u"})
-	waitFor(t, "the background catch-up", func() bool { return pendingOf(t, h, "bg-a") == 0 })
-	if n, _ := h.mem.Store.ActiveCount(ctx); n != 3 {
-		t.Fatalf("active %d", n)
-	}
+	h.Flush(t)
+	waitFor(t, "the background catch-up", func() bool {
+		n, _ := h.mem.Store.ActiveCount(ctx)
+		return n == 3 && pendingOf(t, h, "bg-a") == 0
+	})
 	c := h.statusCounts()
 	if _, ok := c["memory_oldest_pending_seconds"]; !ok || c["memory_pending_turns"] != 1 {
 		t.Fatalf("status counts %v", c)
