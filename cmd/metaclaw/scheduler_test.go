@@ -51,6 +51,18 @@ func (c *cli) sched(args ...string) schedJSON {
 // scheduler, names the idle source and says honestly that nothing trains.
 func TestSchedulerCommands(t *testing.T) {
 	c := newCLI(t, "HOME="+t.TempDir())
+	// Sleep hours far from now, so the state does not depend on the time of
+	// day the suite runs at (the default 23:00-07:00 would open a window).
+	now := time.Now().UTC()
+	for k, v := range map[string]string{
+		"scheduler.timezone":    "UTC",
+		"scheduler.sleep_start": now.Add(6 * time.Hour).Format("15:04"),
+		"scheduler.sleep_end":   now.Add(7 * time.Hour).Format("15:04"),
+	} {
+		if out, code := c.run("config", "set", k, v); code != 0 {
+			t.Fatalf("config set %s: %s", k, out)
+		}
+	}
 	if out, code := c.run("start", "--port", "0"); code != 0 {
 		t.Fatalf("start: %s", out)
 	}
