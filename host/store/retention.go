@@ -15,10 +15,13 @@ import (
 type PruneOptions struct {
 	// Before: turns, finished jobs and usage rows older than this may go.
 	Before time.Time
-	// KeepUnmined keeps successful turns that memory ingestion has not read
-	// yet (past the session's memory cursor), however old. Set it whenever
-	// memory learns from turns.
+	// KeepUnmined keeps successful main turns that memory ingestion has not
+	// read yet (past the session's memory cursor), however old. Set it
+	// whenever memory learns from turns.
 	KeepUnmined bool
+	// SideTurnsMined: memory also learns from side turns
+	// (memory.ignore_turn_type), so KeepUnmined keeps those too.
+	SideTurnsMined bool
 	// DryRun counts what would be deleted and deletes nothing.
 	DryRun bool
 	// Batch bounds the rows deleted per statement, so the host's own writes
@@ -72,12 +75,16 @@ func (s *SQLite) Prune(ctx context.Context, o PruneOptions) (PruneReport, error)
 			return rep, err
 		}
 	}
-	cond := prunableTurnSQL + ` AND ` + minedByMemory
+	mined := minedByMemory
+	if !o.SideTurnsMined {
+		mined = `(t.turn_type != 'main' OR ` + minedByMemory + `)`
+	}
+	cond := prunableTurnSQL + ` AND ` + mined
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(request_json AS BLOB)) + LENGTH(CAST(response_text AS BLOB)) + LENGTH(CAST(reasoning AS BLOB)) + LENGTH(CAST(tool_calls AS BLOB))), 0) FROM turns t WHERE `+cond, before, floor).
 		Scan(&rep.Turns, &rep.TurnBytes); err != nil {
 		return rep, fmt.Errorf("prune: count turns: %w", err)
 	}
-	if err := s.countKept(ctx, &rep, before, floor); err != nil {
+	if err := s.countKept(ctx, &rep, mined, before, floor); err != nil {
 		return rep, err
 	}
 	if o.DryRun {
@@ -129,7 +136,7 @@ AND id NOT IN (SELECT json_extract(payload, '$.session_id') FROM jobs WHERE stat
 	return rep, nil
 }
 
-func (s *SQLite) countKept(ctx context.Context, rep *PruneReport, before, floor int64) error {
+func (s *SQLite) countKept(ctx context.Context, rep *PruneReport, mined string, before, floor int64) error {
 	err := s.r.QueryRowContext(ctx, `SELECT
     (SELECT COUNT(*) FROM turns t WHERE t.created_at < ? AND NOT `+sessionEnded+`),
     (SELECT COUNT(*) FROM turns t WHERE t.created_at < ? AND `+sessionEnded+` AND NOT `+noPendingJob+`)`, before, before).
@@ -137,7 +144,7 @@ func (s *SQLite) countKept(ctx context.Context, rep *PruneReport, before, floor 
 	if err != nil {
 		return fmt.Errorf("prune: count kept turns: %w", err)
 	}
-	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM turns t WHERE `+prunableTurnSQL+` AND NOT `+minedByMemory, before, floor).
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM turns t WHERE `+prunableTurnSQL+` AND NOT `+mined, before, floor).
 		Scan(&rep.KeptUnmined); err != nil {
 		return fmt.Errorf("prune: count unmined turns: %w", err)
 	}
@@ -271,6 +278,17 @@ func (s *SQLite) checkpoint(ctx context.Context) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// FreePages reports the database's free pages and whether it is in
+// incremental auto-vacuum mode (else only Vacuum returns them).
+func (s *SQLite) FreePages(ctx context.Context) (free int64, incremental bool, err error) {
+	mode, err := s.pragmaInt(ctx, "auto_vacuum")
+	if err != nil {
+		return 0, false, err
+	}
+	free, err = s.pragmaInt(ctx, "freelist_count")
+	return free, mode == 2, err
 }
 
 func (s *SQLite) pragmaInt(ctx context.Context, name string) (int64, error) {
