@@ -226,7 +226,6 @@ func stream(ctx context.Context, client *http.Client, addr, session, text string
 	return errors.New("stream ended without [DONE]")
 }
 
-
 func countTurns(home string) int {
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(home, "metaclaw.db")+"?_pragma=busy_timeout(10000)")
 	if err != nil {
