@@ -418,6 +418,10 @@ func (s *Server) observe(ctx context.Context, t *turn) {
 		b, _ := json.Marshal(t.inj.IDs)
 		t.rec.InjectedJSON = string(b)
 	}
+	if s.o.RecordAsync {
+		s.o.Core.Observe(t.rec)
+		return
+	}
 	if err := s.o.Core.ObserveDurable(ctx, t.rec); err != nil && ctx.Err() == nil {
 		s.o.Log.Warn().Err(err).Str("session", t.id.session).Msg("answer released before its turn was persisted")
 	}

@@ -46,6 +46,10 @@ type Options struct {
 	// be parsed, translated and recorded (proxy.max_answer_mb); a larger one
 	// is relayed as it arrives without being stored. Default 16 MiB.
 	MaxAnswerBytes int64
+	// RecordAsync releases answers without waiting for their turn to be
+	// durable (the behaviour before group commit). Only proxybench sets it,
+	// to measure what the wait costs in the same run.
+	RecordAsync bool
 	// MaxStoredBytes bounds what a streamed answer's summary keeps
 	// (store.max_body_kb; the core bounds every stored body the same way).
 	MaxStoredBytes int

@@ -30,6 +30,9 @@ const DBFile = "metaclaw.db"
 type SQLite struct {
 	w *sql.DB
 	r *sql.DB
+
+	path     string
+	stopCkpt func()
 }
 
 var _ Store = (*SQLite)(nil)
@@ -41,7 +44,9 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=auto_vacuum(INCREMENTAL)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
-	w, err := sql.Open("sqlite", dsn)
+	// Commits do not checkpoint (an answer waiting for its turn's commit
+	// would pay for copying the whole log): a background checkpointer does.
+	w, err := sql.Open("sqlite", dsn+"&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -52,11 +57,12 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &SQLite{w: w, r: r}
+	s := &SQLite{w: w, r: r, path: path}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
+	s.stopCkpt = s.checkpointer()
 	// The database holds conversations: keep it private.
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		if _, err := os.Stat(p); err == nil {
@@ -81,8 +87,11 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Close closes both pools.
+// Close stops the checkpointer and closes both pools.
 func (s *SQLite) Close() error {
+	if s.stopCkpt != nil {
+		s.stopCkpt()
+	}
 	return errors.Join(s.w.Close(), s.r.Close())
 }
 
