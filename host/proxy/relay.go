@@ -13,57 +13,91 @@ import (
 // idleReader cuts an upstream body that stops making progress: each Read
 // may wait at most d for bytes. Only time spent waiting on the upstream
 // counts, never time spent relaying to a slow client, and a long line that
-// keeps arriving is progress.
+// keeps arriving is progress. A Read costs two clock reads and no timer
+// operation; one timer per body checks for a stalled read.
 type idleReader struct {
-	r     io.Reader
-	d     time.Duration
-	timer *time.Timer
-	fired atomic.Bool
+	r      io.Reader
+	d      time.Duration
+	cancel context.CancelFunc
+	timer  *time.Timer
+	// readingSince is when the Read in progress started (unix ns); 0 when
+	// no Read is in progress.
+	readingSince atomic.Int64
+	fired        atomic.Bool
+	stopped      atomic.Bool
 }
 
 func newIdleReader(r io.Reader, d time.Duration, cancel context.CancelFunc) *idleReader {
-	ir := &idleReader{r: r, d: d}
-	ir.timer = time.AfterFunc(d, func() {
-		ir.fired.Store(true)
-		cancel()
-	})
-	ir.timer.Stop()
+	ir := &idleReader{r: r, d: d, cancel: cancel}
+	ir.timer = time.AfterFunc(time.Hour, ir.check)
+	ir.timer.Reset(d) // armed only once ir.timer is set: check uses it
 	return ir
 }
 
+// check runs when a Read may have waited d: it cuts the upstream if one
+// has, else looks again when the current Read (or a next one) could.
+func (ir *idleReader) check() {
+	if ir.stopped.Load() {
+		return
+	}
+	next := ir.d
+	if since := ir.readingSince.Load(); since != 0 {
+		waited := time.Duration(time.Now().UnixNano() - since)
+		if waited >= ir.d {
+			ir.fired.Store(true)
+			ir.cancel()
+			return
+		}
+		next = ir.d - waited
+	}
+	ir.timer.Reset(next)
+}
+
 func (ir *idleReader) Read(p []byte) (int, error) {
-	ir.timer.Reset(ir.d)
+	ir.readingSince.Store(time.Now().UnixNano())
 	n, err := ir.r.Read(p)
-	ir.timer.Stop()
+	ir.readingSince.Store(0)
 	return n, err
 }
 
 // stalled reports whether the upstream was cut for going silent.
 func (ir *idleReader) stalled() bool { return ir.fired.Load() }
 
-func (ir *idleReader) stop() { ir.timer.Stop() }
+func (ir *idleReader) stop() {
+	ir.stopped.Store(true)
+	ir.timer.Stop()
+}
 
 // clientWriter bounds each write to the client (proxy ClientWriteTimeout),
 // so a client that stops reading is let go, and blamed, instead of holding
-// the relay forever. release clears the deadline for the connection's next
-// request.
+// the relay forever. The connection's deadline is moved only when less than
+// half of d is left, so a write may block between d/2 and d. release clears
+// the deadline for the connection's next request.
 type clientWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
-	d  time.Duration
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	d        time.Duration
+	deadline time.Time
 }
 
 func newClientWriter(w http.ResponseWriter, d time.Duration) *clientWriter {
 	return &clientWriter{w: w, rc: http.NewResponseController(w), d: d}
 }
 
+func (cw *clientWriter) extend() {
+	if now := time.Now(); cw.deadline.Sub(now) < cw.d/2 {
+		cw.deadline = now.Add(cw.d)
+		_ = cw.rc.SetWriteDeadline(cw.deadline)
+	}
+}
+
 func (cw *clientWriter) Write(p []byte) (int, error) {
-	_ = cw.rc.SetWriteDeadline(time.Now().Add(cw.d))
+	cw.extend()
 	return cw.w.Write(p)
 }
 
 func (cw *clientWriter) Flush() error {
-	_ = cw.rc.SetWriteDeadline(time.Now().Add(cw.d))
+	cw.extend()
 	return cw.rc.Flush()
 }
 
