@@ -23,3 +23,26 @@ func KB(pid int, field string) int64 {
 	}
 	return 0
 }
+
+// CPUSeconds returns the user plus system CPU time a process has used, or
+// 0 when it cannot be read (fields 14 and 15 of /proc/<pid>/stat, in clock
+// ticks of 1/100 s, the value on every Linux this runs on).
+func CPUSeconds(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100
+}

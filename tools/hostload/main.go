@@ -68,6 +68,7 @@ func main() {
 	// goroutines do not delay it: it measures the host alone. First without
 	// load, as the baseline of this machine at this moment.
 	idle := probeFor(addr, *baseline)
+	cpuBefore := procstat.CPUSeconds(pid)
 
 	tr := &http.Transport{MaxIdleConnsPerHost: *streams + 16, DisableCompression: true}
 	client := &http.Client{Transport: tr}
@@ -102,6 +103,7 @@ func main() {
 	<-ctx.Done()
 	wg.Wait()
 	hwm := procstat.KB(pid, "VmHWM")
+	cpu := procstat.CPUSeconds(pid) - cpuBefore
 	turns := countTurns(home)
 
 	fmt.Printf("hostload: %d concurrent streams for %s (%d events of %s each), real host pid %d\n", *streams, *duration, *words, *delay, pid)
@@ -111,7 +113,8 @@ func main() {
 	}
 	fmt.Printf("\n/healthz without load:   %s\n", idle)
 	fmt.Printf("/healthz under the load: %s\n", loaded)
-	fmt.Printf("turns recorded %d; host peak RSS %d MiB\n", turns, hwm>>10)
+	fmt.Printf("turns recorded %d; host peak RSS %d MiB; host CPU %.1f s under the load (%.1f ms per completed stream)\n",
+		turns, hwm>>10, cpu, 1000*cpu/float64(max(ok.Load(), 1)))
 }
 
 // latencies summarises probe results.
