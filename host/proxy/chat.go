@@ -234,7 +234,6 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 	t.ttfb = time.Since(t.start)
 	t.rec.Status = resp.StatusCode
 	t.recordSummary(sum)
-	raw = nil
 	// Durable before the client can see the answer (and send its next turn,
 	// which keeps turn order too).
 	s.observe(ctx, t)

@@ -113,7 +113,7 @@ func readStream(t *testing.T, url, body string, pace func()) (int, bool, string)
 
 func TestSlowClientDoesNotTripTheUpstreamWatchdog(t *testing.T) {
 	event := sseChunk(strings.Repeat("x", 1<<20))
-	const events = 24
+	const events = 12
 	fast := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
@@ -125,11 +125,11 @@ func TestSlowClientDoesNotTripTheUpstreamWatchdog(t *testing.T) {
 		}
 		io.WriteString(w, sseEnd)
 	}
-	h := newHarness(t, wire.OpenAI, customUpstream(t, fast), func(o *proxy.Options) { o.UpstreamTimeout = 300 * time.Millisecond })
-	// ~13 MB/s: the relay spends seconds blocked on the client while the
-	// upstream has long finished sending.
+	h := newHarness(t, wire.OpenAI, customUpstream(t, fast), func(o *proxy.Options) { o.UpstreamTimeout = time.Second })
+	// At most 6.4 MB/s: the relay spends several timeouts blocked on the
+	// client while the upstream waits with everything ready to send.
 	n, done, last := readStream(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
-		func() { time.Sleep(5 * time.Millisecond) })
+		func() { time.Sleep(10 * time.Millisecond) })
 	if n != events<<20 || !done {
 		t.Fatalf("client got %d of %d bytes, done=%v, last event %.200s", n, events<<20, done, last)
 	}
@@ -152,11 +152,11 @@ func TestLongLineArrivingSlowlyIsProgress(t *testing.T) {
 				return
 			}
 			flushOut(w)
-			time.Sleep(30 * time.Millisecond) // ~1 s for the line: longer than the timeout, never silent that long
+			time.Sleep(100 * time.Millisecond) // ~3 s for the line: longer than the timeout, never silent that long
 		}
 		io.WriteString(w, sseEnd)
 	}
-	h := newHarness(t, wire.OpenAI, customUpstream(t, trickle), func(o *proxy.Options) { o.UpstreamTimeout = 300 * time.Millisecond })
+	h := newHarness(t, wire.OpenAI, customUpstream(t, trickle), func(o *proxy.Options) { o.UpstreamTimeout = time.Second })
 	n, done, last := readStream(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
 	if n != 2<<20 || !done {
 		t.Fatalf("got %d bytes, done=%v, last %.300s", n, done, last)
