@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/metaclaw-go/metaclaw/host/version.Version=$(VERSION)
 export CGO_ENABLED ?= 0
 
-.PHONY: build run test test-short vet fuzz bench clean e2e-openclaw e2e-nanoclaw rl-tokenizer rl-goldens
+.PHONY: build run test test-short vet fuzz bench loadtest clean e2e-openclaw e2e-nanoclaw rl-tokenizer rl-goldens
 
 build: ## bin/metaclaw, a static binary (and the reference embedder and trainer sub-plugins)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/metaclaw
@@ -48,6 +48,9 @@ bench: ## proxy overhead vs a bare httputil.ReverseProxy, plus micro-benchmarks
 	$(GO) test -run '^$$' -bench 'Retrieve|Ingest' -benchtime 2000x ./host/memory/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 10x ./host/rl/batch/ ./host/rl/backend/tinker/
 	$(GO) test -run '^$$' -bench . -benchmem ./host/rl/tokenizer/ ./host/rl/prompt/ ./host/rl/completion/
+
+loadtest: build ## the real host under 1,000 concurrent streams: /healthz latency, errors, peak RSS
+	$(GO) run ./tools/hostload -bin $(BIN) -streams $(or $(STREAMS),1000) -duration $(or $(DURATION),20s)
 
 e2e-openclaw: ## opt-in: the real OpenClaw (npm, cached in ~/.cache/metaclaw-e2e) with the MetaClaw extension
 	./test/e2e/openclaw/run.sh

@@ -26,6 +26,7 @@ $METACLAW_HOME/config.yaml, secrets in $METACLAW_HOME/secrets.yaml (0600).`,
 	root.AddCommand(newMemoryCmd())
 	root.AddCommand(newSchedulerCmd())
 	root.AddCommand(newRLCmd())
+	root.AddCommand(newStoreCmd())
 	root.AddCommand(newWireCmd(), newUnwireCmd(), newDoctorCmd(), newUninstallCmd())
 	return root
 }

@@ -40,6 +40,7 @@ type Config struct {
 	OpenRouter OpenRouter `yaml:"openrouter"`
 	Log        Log        `yaml:"log"`
 	Plugins    Plugins    `yaml:"plugins"`
+	Store      Store      `yaml:"store"`
 
 	// Home is the state dir the config was loaded for ($METACLAW_HOME).
 	Home string `yaml:"-"`
@@ -76,6 +77,7 @@ type Proxy struct {
 	Port         int    `yaml:"port" default:"30000" min:"0" max:"65535" desc:"Listen port (0 = pick a free port, for tests)."`
 	APIKey       string `yaml:"api_key" secret:"1" desc:"Bearer token clients must send to the proxy; required when proxy.host is not loopback."`
 	MaxBodyMB    int    `yaml:"max_body_mb" default:"32" min:"1" desc:"Largest accepted request body, in MiB."`
+	MaxAnswerMB  int    `yaml:"max_answer_mb" default:"16" min:"1" desc:"Largest non-streaming answer held in memory to be parsed, translated and recorded, in MiB; a larger one is relayed as it arrives without being stored (or refused with 502 when it would need translation)."`
 	TrustedLocal bool   `yaml:"trusted_local" default:"false" status:"legacy" desc:"Old Python proxy flag; ignored."`
 }
 
@@ -234,6 +236,12 @@ type Plugins struct {
 	Judge              string `yaml:"judge" desc:"Judge (reward) sub-plugin that replaces the rl.prm_url judge: a name = <plugins.dir>/metaclaw-judge-<name>; a path = that plugin executable; empty = the rl.prm_* judge."`
 	CallTimeoutSeconds int    `yaml:"call_timeout_seconds" default:"30" min:"1" desc:"Deadline of each call to a sub-plugin, seconds (trainer plugins get at least 15 minutes)."`
 	MaxRestarts        int    `yaml:"max_restarts" default:"5" min:"0" desc:"Relaunches of a crashed sub-plugin allowed within 10 minutes before it is disabled; 0 = never relaunch."`
+}
+
+// Store configures what the database keeps.
+type Store struct {
+	RetainDays int `yaml:"retain_days" default:"30" min:"0" desc:"Delete recorded turns (with their request and answer bodies), finished jobs and per-call usage rows older than this many days; turns that learning has not used yet, turns of open sessions and of pending jobs are kept. 0 = keep everything."`
+	MaxBodyKB  int `yaml:"max_body_kb" default:"1024" min:"16" desc:"Largest request or answer body stored per turn, in KiB; longer ones are stored shortened with a marker (JSON stays valid)."`
 }
 
 // Log configures the daemon log.

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,33 +106,42 @@ type Options struct {
 	SessionIdle time.Duration
 	// QueueSize bounds turns waiting to be persisted; Observe blocks when it is full.
 	QueueSize int
+	// MaxBodyBytes bounds each stored body of a turn (store.max_body_kb);
+	// longer ones are stored shortened with a marker. Default 1 MiB.
+	MaxBodyBytes int
+	// SpoolDir receives turns the store refused even one by one (disk full,
+	// database locked); they are written to the store from there later.
+	// Empty: such turns are retried in memory until the store takes them.
+	SpoolDir string
+	// JobGrace bounds how long Close waits for running jobs after
+	// cancelling them (default 10 s); one still running is requeued at the
+	// next start.
+	JobGrace time.Duration
 }
 
 // Core implements the three calls.
 type Core struct {
-	st     store.Store
-	log    zerolog.Logger
-	window time.Duration
-	idle   time.Duration
+	st      store.Store
+	log     zerolog.Logger
+	window  time.Duration
+	idle    time.Duration
+	maxBody int
 
 	mu        sync.RWMutex
 	providers []Provider
 	listeners []TurnListener
-	handlers  map[string]JobHandler
 	// sessionEndKinds are the job kinds enqueued for every ended session.
 	sessionEndKinds []string
 	tools           map[string]Tool
 	sessions        sessionTracker
 
-	queue    chan *store.Turn
-	observed atomic.Int64 // turns persisted since start
-	dropped  atomic.Int64 // turns that could not be persisted (logged)
-	closing  chan struct{}
-	wg       sync.WaitGroup
-	jobWake  chan struct{}
-	flushReq chan chan struct{}
-	closed   atomic.Bool
-	closeMu  sync.RWMutex // Observe holds it shared so Close never strands a queued turn
+	rec *recorder
+	job *jobs
+
+	closing chan struct{}
+	bgWG    sync.WaitGroup // recorder and reaper
+	closed  atomic.Bool
+	closeMu sync.RWMutex // Observe holds it shared so Close never strands a queued turn
 }
 
 // TurnListener is told about every persisted turn (memory ingestion, RL
@@ -142,13 +150,14 @@ type Core struct {
 type TurnListener func(ctx context.Context, t *store.Turn)
 
 // JobHandler runs one durable background job. Returning an error retries it
-// with backoff, up to MaxJobAttempts.
+// with backoff, up to MaxJobAttempts. ctx is cancelled when the host stops:
+// a handler that returns then has its job requeued, not failed.
 type JobHandler func(ctx context.Context, payload json.RawMessage) error
 
 // MaxJobAttempts bounds retries of a failing job.
 const MaxJobAttempts = 5
 
-// New starts a core: its recorder and its job runner.
+// New starts a core: its recorder, its job workers and the idle-session reaper.
 func New(o Options) *Core {
 	if o.Window <= 0 {
 		o.Window = 500 * time.Millisecond
@@ -156,25 +165,33 @@ func New(o Options) *Core {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 1024
 	}
-	c := &Core{
-		st:       o.Store,
-		log:      o.Log,
-		window:   o.Window,
-		idle:     o.SessionIdle,
-		handlers: map[string]JobHandler{},
-		queue:    make(chan *store.Turn, o.QueueSize),
-		closing:  make(chan struct{}),
-		jobWake:  make(chan struct{}, 1),
-		flushReq: make(chan chan struct{}),
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = store.DefaultMaxBodyBytes
 	}
+	if o.JobGrace <= 0 {
+		o.JobGrace = 10 * time.Second
+	}
+	c := &Core{
+		st:      o.Store,
+		log:     o.Log,
+		window:  o.Window,
+		idle:    o.SessionIdle,
+		maxBody: o.MaxBodyBytes,
+		closing: make(chan struct{}),
+	}
+	c.rec = newRecorder(c, o.QueueSize, o.SpoolDir)
+	c.job = newJobs(c, o.JobGrace)
 	if n, err := c.st.RequeueRunning(context.Background()); err != nil {
 		c.log.Error().Err(err).Msg("requeue interrupted jobs")
 	} else if n > 0 {
 		c.log.Info().Int("jobs", n).Msg("resumed jobs interrupted by the last shutdown")
 	}
-	c.wg.Add(2)
-	go c.recordLoop()
-	go c.jobLoop()
+	c.bgWG.Add(1)
+	go c.rec.loop()
+	if c.idle > 0 {
+		c.bgWG.Add(1)
+		go c.reapLoop()
+	}
 	return c
 }
 
@@ -200,14 +217,6 @@ func (c *Core) OnSessionEnd(kind string, h JobHandler) {
 	c.sessionEndKinds = append(c.sessionEndKinds, kind)
 	c.mu.Unlock()
 	c.HandleJobs(kind, h)
-}
-
-// HandleJobs registers the handler for a job kind.
-func (c *Core) HandleJobs(kind string, h JobHandler) {
-	c.mu.Lock()
-	c.handlers[kind] = h
-	c.mu.Unlock()
-	c.wakeJobs()
 }
 
 // Context asks every provider for its section and renders the block. A
@@ -371,108 +380,6 @@ func Strip(text string) string {
 	}
 }
 
-// Observe queues a completed turn for persistence. It blocks only when the
-// queue is full (backpressure rather than loss). After Close it persists
-// synchronously.
-func (c *Core) Observe(t *store.Turn) {
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = time.Now()
-	}
-	c.closeMu.RLock()
-	defer c.closeMu.RUnlock()
-	if c.closed.Load() {
-		c.persist([]*store.Turn{t})
-		return
-	}
-	c.queue <- t
-}
-
-func (c *Core) recordLoop() {
-	defer c.wg.Done()
-	batch := make([]*store.Turn, 0, 64)
-	drain := func() {
-		for len(batch) < cap(batch) {
-			select {
-			case t := <-c.queue:
-				batch = append(batch, t)
-			default:
-				return
-			}
-		}
-	}
-	for {
-		select {
-		case t := <-c.queue:
-			batch = append(batch[:0], t)
-			drain()
-			c.persist(batch)
-		case done := <-c.flushReq:
-			for len(c.queue) > 0 {
-				batch = batch[:0]
-				drain()
-				c.persist(batch)
-			}
-			close(done)
-		case <-c.closing:
-			for len(c.queue) > 0 {
-				batch = batch[:0]
-				drain()
-				c.persist(batch)
-			}
-			return
-		}
-	}
-}
-
-func (c *Core) persist(batch []*store.Turn) {
-	if len(batch) == 0 {
-		return
-	}
-	ctx := context.Background()
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = c.st.RecordTurns(ctx, batch); err == nil {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
-	}
-	if err != nil {
-		c.dropped.Add(int64(len(batch)))
-		c.log.Error().Err(err).Int("turns", len(batch)).Msg("could not persist turns")
-		return
-	}
-	c.observed.Add(int64(len(batch)))
-	c.mu.RLock()
-	listeners := c.listeners
-	c.mu.RUnlock()
-	for _, t := range batch {
-		for _, l := range listeners {
-			l(ctx, t)
-		}
-	}
-}
-
-// Flush waits until every turn observed before the call is persisted.
-func (c *Core) Flush(ctx context.Context) error {
-	if c.closed.Load() {
-		return nil
-	}
-	done := make(chan struct{})
-	select {
-	case c.flushReq <- done:
-	case <-c.closing:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // SessionEnd is the payload of the jobs enqueued when a session ends.
 type SessionEnd struct {
 	SessionID string    `json:"session_id"`
@@ -481,7 +388,8 @@ type SessionEnd struct {
 }
 
 // EndSession closes a session: it waits for the session's queued turns to be
-// persisted, marks it ended, and enqueues its follow-up work durably.
+// persisted, then marks it ended and enqueues its follow-up work in one
+// transaction.
 func (c *Core) EndSession(ctx context.Context, sessionID, reason string) error {
 	if sessionID == "" {
 		return errors.New("end session: empty session id")
@@ -490,141 +398,37 @@ func (c *Core) EndSession(ctx context.Context, sessionID, reason string) error {
 		return fmt.Errorf("end session %s: %w", sessionID, err)
 	}
 	now := time.Now()
-	if err := c.st.EndSession(ctx, sessionID, reason, now); err != nil {
-		return err
-	}
-	c.forgetSession(sessionID)
 	c.mu.RLock()
 	kinds := c.sessionEndKinds
 	c.mu.RUnlock()
 	payload, _ := json.Marshal(SessionEnd{SessionID: sessionID, Reason: reason, At: now})
-	for _, kind := range kinds {
-		if _, err := c.st.EnqueueJob(ctx, kind, string(payload), now); err != nil {
-			return fmt.Errorf("end session %s: %w", sessionID, err)
-		}
+	jobs := make([]store.NewJob, len(kinds))
+	for i, kind := range kinds {
+		jobs[i] = store.NewJob{Kind: kind, Payload: string(payload), RunAfter: now}
 	}
-	if len(kinds) > 0 {
-		c.wakeJobs()
+	if err := c.st.EndSession(ctx, sessionID, reason, now, jobs...); err != nil {
+		return err
+	}
+	c.forgetSession(sessionID)
+	for _, kind := range kinds {
+		c.job.wake(kind)
 	}
 	c.log.Debug().Str("session", sessionID).Str("reason", reason).Msg("session ended")
 	return nil
 }
 
-// Enqueue adds a durable job of the given kind.
-func (c *Core) Enqueue(ctx context.Context, kind string, payload any, runAfter time.Time) error {
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return fmt.Errorf("enqueue %s: %w", kind, err)
-	}
-	if _, err := c.st.EnqueueJob(ctx, kind, string(b), runAfter); err != nil {
-		return err
-	}
-	c.wakeJobs()
-	return nil
-}
-
-func (c *Core) wakeJobs() {
-	select {
-	case c.jobWake <- struct{}{}:
-	default:
-	}
-}
-
-// jobLoop runs ready jobs one at a time and reaps idle sessions.
-func (c *Core) jobLoop() {
-	defer c.wg.Done()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	lastReap := time.Now()
-	for {
-		for c.runOneJob() {
-			select {
-			case <-c.closing:
-				return
-			default:
-			}
-		}
-		if c.idle > 0 && time.Since(lastReap) >= min(c.idle/4, time.Minute) {
-			lastReap = time.Now()
-			c.reapIdle()
-		}
-		select {
-		case <-c.closing:
-			return
-		case <-c.jobWake:
-		case <-tick.C:
-		}
-	}
-}
-
-func (c *Core) runOneJob() bool {
-	c.mu.RLock()
-	kinds := make([]string, 0, len(c.handlers))
-	for k := range c.handlers {
-		kinds = append(kinds, k)
-	}
-	c.mu.RUnlock()
-	if len(kinds) == 0 {
-		return false
-	}
-	sort.Strings(kinds)
-	ctx := context.Background()
-	job, err := c.st.ClaimJob(ctx, kinds, time.Now())
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			c.log.Error().Err(err).Msg("claim job")
-		}
-		return false
-	}
-	c.mu.RLock()
-	h := c.handlers[job.Kind]
-	c.mu.RUnlock()
-	runErr := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("job handler panicked: %v", r)
-			}
-		}()
-		return h(ctx, json.RawMessage(job.Payload))
-	}()
-	if runErr == nil {
-		if err := c.st.FinishJob(ctx, job.ID); err != nil {
-			c.log.Error().Err(err).Msg("finish job")
-		}
-		return true
-	}
-	var retryAt time.Time
-	if job.Attempts < MaxJobAttempts {
-		retryAt = time.Now().Add(time.Duration(1<<job.Attempts) * time.Second)
-	}
-	c.log.Warn().Err(runErr).Str("kind", job.Kind).Int64("job", job.ID).Int("attempt", job.Attempts).Bool("final", retryAt.IsZero()).Msg("background job failed")
-	if err := c.st.FailJob(ctx, job.ID, runErr.Error(), retryAt); err != nil {
-		c.log.Error().Err(err).Msg("record job failure")
-	}
-	return true
-}
-
-func (c *Core) reapIdle() {
-	ctx := context.Background()
-	ids, err := c.st.IdleSessions(ctx, time.Now().Add(-c.idle))
-	if err != nil {
-		c.log.Error().Err(err).Msg("find idle sessions")
-		return
-	}
-	for _, id := range ids {
-		if err := c.EndSession(ctx, id, "idle"); err != nil {
-			c.log.Error().Err(err).Str("session", id).Msg("end idle session")
-		}
-	}
-}
-
 // Stats is the core's part of `metaclaw status`.
 type Stats struct {
 	store.Counts
-	ObservedSinceStart int64    `json:"observed_since_start"`
-	QueuedTurns        int      `json:"queued_turns"`
-	UnpersistedTurns   int64    `json:"unpersisted_turns"`
-	Providers          []string `json:"context_providers"`
+	ObservedSinceStart int64 `json:"observed_since_start"`
+	QueuedTurns        int   `json:"queued_turns"`
+	UnpersistedTurns   int64 `json:"unpersisted_turns"`
+	// SpooledTurns wait in the spool for the store to take them.
+	SpooledTurns int64 `json:"spooled_turns,omitempty"`
+	// NotStoredWhole counts turns the store refused, recorded as failed
+	// stubs (status 507) instead.
+	NotStoredWhole int64    `json:"turns_not_stored_whole,omitempty"`
+	Providers      []string `json:"context_providers"`
 	// Learned holds counts reported by providers that implement Counter
 	// (e.g. "skills", "memories").
 	Learned map[string]int `json:"learned"`
@@ -660,16 +464,19 @@ func (c *Core) Stats(ctx context.Context) (Stats, error) {
 	return Stats{
 		Usage:              usage,
 		Counts:             counts,
-		ObservedSinceStart: c.observed.Load(),
-		QueuedTurns:        len(c.queue),
-		UnpersistedTurns:   c.dropped.Load(),
+		ObservedSinceStart: c.rec.observed.Load(),
+		QueuedTurns:        len(c.rec.queue),
+		UnpersistedTurns:   c.rec.dropped.Load(),
+		SpooledTurns:       c.rec.spooled.Load(),
+		NotStoredWhole:     c.rec.stubbed.Load(),
 		Providers:          names,
 		Learned:            learned,
 	}, err
 }
 
-// Close persists every queued turn and stops background work. Jobs still
-// pending stay in the store and resume at the next start.
+// Close persists every queued turn and stops background work: running
+// jobs are cancelled (and requeued); pending ones stay in the store and
+// resume at the next start.
 func (c *Core) Close() error {
 	c.closeMu.Lock()
 	already := c.closed.Swap(true)
@@ -678,6 +485,7 @@ func (c *Core) Close() error {
 		return nil
 	}
 	close(c.closing)
-	c.wg.Wait()
+	c.job.stop()
+	c.bgWG.Wait()
 	return nil
 }

@@ -25,6 +25,8 @@ type Paths struct {
 	LogDir string
 	DB     string
 	Out    string // the detached daemon's stdout/stderr
+	// TurnSpool holds turns the store refused until it takes them (0700).
+	TurnSpool string
 }
 
 // PathsFor lays out the state dir.
@@ -39,6 +41,8 @@ func PathsFor(home string) Paths {
 		LogDir: logs,
 		DB:     filepath.Join(home, store.DBFile),
 		Out:    filepath.Join(logs, "daemon.out"),
+
+		TurnSpool: filepath.Join(home, "turn-spool"),
 	}
 }
 

@@ -92,9 +92,11 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	defer st.Close()
 
 	c := core.New(core.Options{
-		Store:       st,
-		Log:         log.With().Str("part", "core").Logger(),
-		SessionIdle: time.Duration(cfg.Memory.SessionIdleMinutes) * time.Minute,
+		Store:        st,
+		Log:          log.With().Str("part", "core").Logger(),
+		SessionIdle:  time.Duration(cfg.Memory.SessionIdleMinutes) * time.Minute,
+		MaxBodyBytes: cfg.Store.MaxBodyKB << 10,
+		SpoolDir:     p.TurnSpool,
 	})
 	routes, learning := setupLearning(ctx, cfg, st, c, log)
 	defer learning.Close()
@@ -154,6 +156,8 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	closeRPC := listenRPC(cfg.Home, rpcSrv, log)
 	defer closeRPC()
+	stopMaintenance := maintain(cfg, st, log.With().Str("part", "store").Logger())
+	defer stopMaintenance()
 	log.Info().Str("addr", info.Addr).Str("mode", cfg.Mode).Str("version", version.Version).
 		Str("upstream", upstreamLabel(cfg)).Int("pid", info.PID).Msg("metaclaw host listening")
 	if !cfg.UpstreamConfigured() {
@@ -200,6 +204,8 @@ func ProxyOptions(cfg *config.Config, c *core.Core, log zerolog.Logger) proxy.Op
 		UpstreamTimeout:  time.Duration(cfg.LLM.TimeoutSeconds) * time.Second,
 		APIKey:           cfg.Proxy.APIKey,
 		MaxBodyBytes:     int64(cfg.Proxy.MaxBodyMB) << 20,
+		MaxAnswerBytes:   int64(cfg.Proxy.MaxAnswerMB) << 20,
+		MaxStoredBytes:   cfg.Store.MaxBodyKB << 10,
 		MaxContextTokens: cfg.MaxContextTokens,
 	}
 	if !cfg.UpstreamConfigured() {

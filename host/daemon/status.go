@@ -61,6 +61,11 @@ type Counts struct {
 	// MemoryOldestPendingSeconds is how long the oldest of them has waited.
 	MemoryOldestPendingSeconds int   `json:"memory_oldest_pending_seconds"`
 	ObservedSinceStart         int64 `json:"observed_since_start"`
+	// What the store refused since start (docs/store.md): turns waiting in
+	// the spool, recorded as failed stubs, and lost.
+	SpooledTurns        int64 `json:"spooled_turns"`
+	TurnsNotStoredWhole int64 `json:"turns_not_stored_whole"`
+	LostTurns           int64 `json:"lost_turns"`
 }
 
 // Jobs are the durable background queue.
@@ -97,6 +102,7 @@ func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Inf
 		InjectedTokens: stats.InjectedTokens, PendingTurns: stats.QueuedTurns, ObservedSinceStart: stats.ObservedSinceStart,
 		Skills: stats.Learned["skills"], Memories: stats.Learned["memories"], MemoryPendingTurns: stats.Learned["memory_pending_turns"],
 		MemoryOldestPendingSeconds: stats.Learned["memory_oldest_pending_seconds"],
+		SpooledTurns:               stats.SpooledTurns, TurnsNotStoredWhole: stats.NotStoredWhole, LostTurns: stats.UnpersistedTurns,
 	}
 	st.Plugins = subplugin.AllStatus()
 	if st.Plugins == nil {

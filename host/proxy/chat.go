@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
@@ -30,11 +29,12 @@ type turn struct {
 	inj       core.Injection
 	rec       *store.Turn
 	observed  bool
+	ctx       context.Context // the request's
 }
 
 func (s *Server) chat(api wire.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		t := &turn{start: time.Now(), clientAPI: api}
+		t := &turn{start: time.Now(), clientAPI: api, ctx: r.Context()}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -172,7 +172,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body [
 		s.relayStream(ctx, cancel, w, t, resp, dropUsage)
 		return
 	}
-	s.relayBody(w, t, resp)
+	s.relayBody(ctx, cancel, w, t, resp)
 }
 
 func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response) {
@@ -193,14 +193,25 @@ func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response)
 	t.rec.Error = truncateText(string(raw), 2000)
 }
 
-func (s *Server) relayBody(w http.ResponseWriter, t *turn, resp *http.Response) {
-	raw, err := io.ReadAll(resp.Body)
+func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, t *turn, resp *http.Response) {
+	body := newIdleReader(resp.Body, s.o.UpstreamTimeout, cancel)
+	defer body.stop()
+	raw, err := io.ReadAll(io.LimitReader(body, s.o.MaxAnswerBytes+1))
 	if err != nil {
-		if isTimeout(err) {
+		switch {
+		case body.stalled():
+			s.fail(w, t, http.StatusGatewayTimeout, fmt.Sprintf("upstream stopped sending its answer for %s (llm.timeout_seconds)", s.o.UpstreamTimeout))
+		case ctx.Err() != nil:
+			t.rec.Status, t.rec.Error = statusClientClosed, "client closed the request"
+		case isTimeout(err):
 			s.fail(w, t, http.StatusGatewayTimeout, "upstream timed out while sending its answer")
-		} else {
+		default:
 			s.fail(w, t, http.StatusBadGateway, "upstream answer was cut off: "+err.Error())
 		}
+		return
+	}
+	if int64(len(raw)) > s.o.MaxAnswerBytes {
+		s.relayOversized(ctx, w, t, resp, raw, body)
 		return
 	}
 	sum, serr := wire.SummarizeResponse(s.o.UpstreamAPI, raw)
@@ -223,10 +234,14 @@ func (s *Server) relayBody(w http.ResponseWriter, t *turn, resp *http.Response) 
 	t.ttfb = time.Since(t.start)
 	t.rec.Status = resp.StatusCode
 	t.recordSummary(sum)
-	s.observe(t) // before the client can see the answer and send its next turn: keeps turn order
+	// Durable before the client can see the answer (and send its next turn,
+	// which keeps turn order too).
+	s.observe(ctx, t)
+	cw := newClientWriter(w, s.o.ClientWriteTimeout)
+	defer cw.release()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(resp.StatusCode)
-	w.Write(out)
+	cw.Write(out)
 }
 
 func (t *turn) recordSummary(sum wire.Summary) {
@@ -245,7 +260,7 @@ func (t *turn) recordSummary(sum wire.Summary) {
 
 // relayStream passes each upstream event on as it arrives, flushing after
 // each one, translating when the formats differ, and reassembles the answer
-// on the side for recording.
+// on the side for recording (bounded: a huge stream is not held).
 func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, t *turn, resp *http.Response, dropUsage bool) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -253,8 +268,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
+	cw := newClientWriter(w, s.o.ClientWriteTimeout)
+	defer cw.release()
+	_ = cw.Flush()
 	t.ttfb = time.Since(t.start)
 	t.rec.Status = resp.StatusCode
 
@@ -266,29 +282,23 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 			tr = wire.NewAnthropicToOpenAIStream()
 		}
 	}
-	acc := wire.NewAccumulator(s.o.UpstreamAPI)
+	acc := wire.NewAccumulatorLimit(s.o.UpstreamAPI, s.o.MaxStoredBytes)
 
-	// Idle watchdog: an upstream that stops sending for UpstreamTimeout is cut.
-	var idleMu sync.Mutex
-	timedOut := false
-	watchdog := time.AfterFunc(s.o.UpstreamTimeout, func() {
-		idleMu.Lock()
-		timedOut = true
-		idleMu.Unlock()
-		cancel()
-	})
-	defer watchdog.Stop()
-
-	sse := wire.NewSSEReader(resp.Body)
+	// The watchdog cuts an upstream that makes no progress for
+	// UpstreamTimeout; time spent relaying to the client does not count.
+	body := newIdleReader(resp.Body, s.o.UpstreamTimeout, cancel)
+	defer body.stop()
+	sse := wire.NewSSEReader(body)
 	clientGone := false
 	write := func(ev wire.Event) bool {
 		if isTerminal(ev) {
-			// Record before the client sees the end of the answer, so its next
-			// turn can never be recorded ahead of this one.
+			// Durable before the client sees the end of the answer, so its
+			// next turn can never be recorded ahead of this one, and no
+			// answer the client completed belongs to a lost turn.
 			t.recordSummary(acc.Summary())
-			s.observe(t)
+			s.observe(ctx, t)
 		}
-		if err := wire.WriteEvent(w, ev); err != nil {
+		if err := wire.WriteEvent(cw, ev); err != nil {
 			clientGone = true
 			return false
 		}
@@ -303,7 +313,6 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 			}
 			break
 		}
-		watchdog.Reset(s.o.UpstreamTimeout)
 		acc.Add(ev)
 		if tr == nil {
 			if dropUsage && isUsageOnlyChunk(ev.Data) {
@@ -327,18 +336,16 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 				break
 			}
 		}
-		if err := rc.Flush(); err != nil {
+		if err := cw.Flush(); err != nil {
 			clientGone = true
 			break
 		}
 	}
-	idleMu.Lock()
-	idle := timedOut
-	idleMu.Unlock()
+	idle := body.stalled()
 	if t.observed {
 		// The stream reached its end and the turn is recorded; t.rec now
 		// belongs to the core and must not be touched.
-		_ = rc.Flush()
+		_ = cw.Flush()
 		return
 	}
 	switch {
@@ -346,10 +353,10 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 		t.rec.Status, t.rec.Error = statusClientClosed, "client closed the stream"
 	case idle:
 		t.rec.Status, t.rec.Error = http.StatusGatewayTimeout, "upstream stream went silent"
-		s.writeStreamError(w, t.clientAPI, http.StatusGatewayTimeout, fmt.Sprintf("upstream sent nothing for %s (llm.timeout_seconds)", s.o.UpstreamTimeout))
+		s.writeStreamError(cw, t.clientAPI, http.StatusGatewayTimeout, fmt.Sprintf("upstream sent nothing for %s (llm.timeout_seconds)", s.o.UpstreamTimeout))
 	case readErr != nil:
 		t.rec.Status, t.rec.Error = http.StatusBadGateway, "upstream stream broke: "+readErr.Error()
-		s.writeStreamError(w, t.clientAPI, http.StatusBadGateway, "upstream stream broke: "+readErr.Error())
+		s.writeStreamError(cw, t.clientAPI, http.StatusBadGateway, "upstream stream broke: "+readErr.Error())
 	default:
 		// Upstream ended without its terminal event: let the translator close
 		// the client's stream (writing a terminal event records the turn).
@@ -361,7 +368,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 			}
 		}
 	}
-	_ = rc.Flush()
+	_ = cw.Flush()
 	if !t.observed {
 		t.recordSummary(acc.Summary())
 	}
@@ -369,7 +376,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 
 // writeStreamError ends a stream that is already under way with an error
 // event in the client's format (headers are gone, so the status cannot change).
-func (s *Server) writeStreamError(w http.ResponseWriter, api wire.API, status int, msg string) {
+func (s *Server) writeStreamError(w io.Writer, api wire.API, status int, msg string) {
 	body := wire.ErrorBody(api, status, msg)
 	if api == wire.Anthropic {
 		wire.WriteEvent(w, wire.Event{Name: "error", Data: body})
@@ -396,8 +403,9 @@ func isTerminal(ev wire.Event) bool {
 	return ev.Name == "message_stop" || (ev.Name == "" && string(ev.Data) == "[DONE]")
 }
 
-// observe hands the turn to the core once.
-func (s *Server) observe(t *turn) {
+// observe hands the turn to the core once and waits until it is durable
+// (shared commits: concurrent answers wait for one write together).
+func (s *Server) observe(ctx context.Context, t *turn) {
 	if t.observed {
 		return
 	}
@@ -409,13 +417,20 @@ func (s *Server) observe(t *turn) {
 		b, _ := json.Marshal(t.inj.IDs)
 		t.rec.InjectedJSON = string(b)
 	}
-	s.o.Core.Observe(t.rec)
+	if s.o.RecordAsync {
+		s.o.Core.Observe(t.rec)
+		return
+	}
+	if err := s.o.Core.ObserveDurable(ctx, t.rec); err != nil && ctx.Err() == nil {
+		s.o.Log.Warn().Err(err).Str("session", t.id.session).Msg("answer released before its turn was persisted")
+	}
 }
 
 // finish records the turn if nothing did yet (errors included), logs it,
 // and ends the session when the client said so.
 func (s *Server) finish(t *turn) {
-	s.observe(t)
+	// Before the handler returns, so before the last byte of any answer.
+	s.observe(t.ctx, t)
 	ev := s.o.Log.Debug()
 	if t.rec.Status >= 400 {
 		ev = s.o.Log.Warn()

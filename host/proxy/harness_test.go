@@ -50,7 +50,7 @@ type harness struct {
 }
 
 // newHarness runs store + core + proxy against a fake upstream of the given format.
-func newHarness(t *testing.T, upstream wire.API, mutate ...func(*proxy.Options)) *harness {
+func newHarness(t testing.TB, upstream wire.API, mutate ...func(*proxy.Options)) *harness {
 	t.Helper()
 	h := &harness{up: fakellm.New(), provider: &contextProvider{body: "INJECTED-SKILL: always write tests first."}}
 	t.Cleanup(h.up.Close)
@@ -86,7 +86,7 @@ func newHarness(t *testing.T, upstream wire.API, mutate ...func(*proxy.Options))
 }
 
 // turns flushes the core and returns the session's recorded turns.
-func (h *harness) turns(t *testing.T, session string) []store.Turn {
+func (h *harness) turns(t testing.TB, session string) []store.Turn {
 	t.Helper()
 	if err := h.core.Flush(context.Background()); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 	"github.com/metaclaw-go/metaclaw/host/version"
 	"github.com/metaclaw-go/metaclaw/host/wire"
@@ -30,11 +31,28 @@ type Options struct {
 	Core *core.Core
 	Log  zerolog.Logger
 
-	UpstreamAPI     wire.API // wire format of the upstream
-	UpstreamBase    string   // e.g. https://api.openai.com/v1 or https://api.anthropic.com
-	UpstreamKey     string
-	Model           string        // replaces the client's model when set
-	UpstreamTimeout time.Duration // until response headers, and between stream events
+	UpstreamAPI  wire.API // wire format of the upstream
+	UpstreamBase string   // e.g. https://api.openai.com/v1 or https://api.anthropic.com
+	UpstreamKey  string
+	Model        string // replaces the client's model when set
+	// UpstreamTimeout bounds the wait for response headers, and then any
+	// wait for more of the answer (the upstream making no progress).
+	UpstreamTimeout time.Duration
+	// ClientWriteTimeout bounds one write of an answer to a client that
+	// stopped reading (default 5 min); slow clients are otherwise served at
+	// their pace.
+	ClientWriteTimeout time.Duration
+	// MaxAnswerBytes is the largest non-streaming answer held in memory to
+	// be parsed, translated and recorded (proxy.max_answer_mb); a larger one
+	// is relayed as it arrives without being stored. Default 16 MiB.
+	MaxAnswerBytes int64
+	// RecordAsync releases answers without waiting for their turn to be
+	// durable (the behaviour before group commit). Only proxybench sets it,
+	// to measure what the wait costs in the same run.
+	RecordAsync bool
+	// MaxStoredBytes bounds what a streamed answer's summary keeps
+	// (store.max_body_kb; the core bounds every stored body the same way).
+	MaxStoredBytes int
 
 	APIKey           string // proxy key clients must present; empty = no auth (loopback only)
 	MaxBodyBytes     int64
@@ -66,6 +84,9 @@ type Options struct {
 	// through the proxy.
 	ResolveTrace func(traceID string) (agent, session, turnType string, ok bool)
 }
+
+// DefaultMaxAnswerBytes is proxy.max_answer_mb's default.
+const DefaultMaxAnswerBytes = 16 << 20
 
 // Route is an extra endpoint. Pattern is a ServeMux pattern such as
 // "GET /v1/memory/search"; the handler can read r.PathValue("agent").
@@ -99,6 +120,15 @@ func New(o Options) (*Server, error) {
 	}
 	if o.UpstreamTimeout <= 0 {
 		o.UpstreamTimeout = 10 * time.Minute
+	}
+	if o.ClientWriteTimeout <= 0 {
+		o.ClientWriteTimeout = 5 * time.Minute
+	}
+	if o.MaxAnswerBytes <= 0 {
+		o.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if o.MaxStoredBytes <= 0 {
+		o.MaxStoredBytes = store.DefaultMaxBodyBytes
 	}
 	rt := o.Transport
 	if rt == nil {

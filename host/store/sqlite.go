@@ -30,6 +30,9 @@ const DBFile = "metaclaw.db"
 type SQLite struct {
 	w *sql.DB
 	r *sql.DB
+
+	path     string
+	stopCkpt func()
 }
 
 var _ Store = (*SQLite)(nil)
@@ -40,8 +43,10 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("create store dir: %w", err)
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
-	w, err := sql.Open("sqlite", dsn)
+		"?_pragma=auto_vacuum(INCREMENTAL)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	// Commits do not checkpoint (an answer waiting for its turn's commit
+	// would pay for copying the whole log): a background checkpointer does.
+	w, err := sql.Open("sqlite", dsn+"&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -52,11 +57,12 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &SQLite{w: w, r: r}
+	s := &SQLite{w: w, r: r, path: path}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
+	s.stopCkpt = s.checkpointer()
 	// The database holds conversations: keep it private.
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		if _, err := os.Stat(p); err == nil {
@@ -81,8 +87,11 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Close closes both pools.
+// Close stops the checkpointer and closes both pools.
 func (s *SQLite) Close() error {
+	if s.stopCkpt != nil {
+		s.stopCkpt()
+	}
 	return errors.Join(s.w.Close(), s.r.Close())
 }
 
@@ -160,10 +169,22 @@ func nonEmpty(s, def string) string {
 }
 
 // EndSession implements Store.
-func (s *SQLite) EndSession(ctx context.Context, id, reason string, at time.Time) error {
-	_, err := s.w.ExecContext(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL`, ms(at), reason, id)
+func (s *SQLite) EndSession(ctx context.Context, id, reason string, at time.Time, jobs ...NewJob) error {
+	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("end session %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL`, ms(at), reason, id); err != nil {
+		return fmt.Errorf("end session %s: %w", id, err)
+	}
+	for _, j := range jobs {
+		if _, err := enqueueJob(ctx, tx, j.Kind, j.Payload, j.RunAfter); err != nil {
+			return fmt.Errorf("end session %s: %w", id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("end session %s: commit: %w", id, err)
 	}
 	return nil
 }
@@ -255,11 +276,19 @@ func (s *SQLite) Counts(ctx context.Context) (Counts, error) {
 
 // EnqueueJob implements Store.
 func (s *SQLite) EnqueueJob(ctx context.Context, kind, payload string, runAfter time.Time) (int64, error) {
+	return enqueueJob(ctx, s.w, kind, payload, runAfter)
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func enqueueJob(ctx context.Context, x execer, kind, payload string, runAfter time.Time) (int64, error) {
 	now := time.Now()
 	if runAfter.IsZero() {
 		runAfter = now
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO jobs (kind, payload, run_after, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+	res, err := x.ExecContext(ctx, `INSERT INTO jobs (kind, payload, run_after, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		kind, nonEmpty(payload, "{}"), ms(runAfter), ms(now), ms(now))
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s job: %w", kind, err)
@@ -327,6 +356,14 @@ func (s *SQLite) RequeueRunning(ctx context.Context) (int, error) {
 	return int(n), nil
 }
 
+// RequeueJob implements Store.
+func (s *SQLite) RequeueJob(ctx context.Context, id int64) error {
+	if _, err := s.w.ExecContext(ctx, `UPDATE jobs SET state = 'pending', attempts = MAX(attempts - 1, 0), updated_at = ? WHERE id = ? AND state = 'running'`, ms(time.Now()), id); err != nil {
+		return fmt.Errorf("requeue job %d: %w", id, err)
+	}
+	return nil
+}
+
 // RecordUsage implements Store.
 func (s *SQLite) RecordUsage(ctx context.Context, u Usage) error {
 	if u.At.IsZero() {
@@ -342,7 +379,7 @@ func (s *SQLite) RecordUsage(ctx context.Context, u Usage) error {
 
 // UsageByPurpose implements Store.
 func (s *SQLite) UsageByPurpose(ctx context.Context) (map[string]UsageTotal, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT purpose, COUNT(*), SUM(CASE WHEN ok THEN 0 ELSE 1 END), SUM(input_tokens), SUM(output_tokens) FROM llm_usage GROUP BY purpose`)
+	rows, err := s.r.QueryContext(ctx, `SELECT purpose, SUM(calls), SUM(CASE WHEN ok THEN 0 ELSE calls END), SUM(input_tokens), SUM(output_tokens) FROM llm_usage GROUP BY purpose`)
 	if err != nil {
 		return nil, fmt.Errorf("usage: %w", err)
 	}

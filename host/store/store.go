@@ -65,6 +65,13 @@ type Counts struct {
 	InjectedTokens int `json:"injected_tokens"`
 }
 
+// NewJob is a job to enqueue.
+type NewJob struct {
+	Kind     string
+	Payload  string
+	RunAfter time.Time // zero = now
+}
+
 // Job is a unit of durable background work.
 type Job struct {
 	ID        int64
@@ -81,8 +88,10 @@ type Store interface {
 	// RecordTurns saves turns in one transaction, creating or reopening their
 	// sessions and assigning TurnIndex. It fills in each turn's ID and TurnIndex.
 	RecordTurns(ctx context.Context, turns []*Turn) error
-	// EndSession marks a session ended; unknown ids are ignored.
-	EndSession(ctx context.Context, id, reason string, at time.Time) error
+	// EndSession marks a session ended (unknown ids are ignored) and enqueues
+	// the given follow-up jobs, all in one transaction: a crash leaves either
+	// an open session or an ended one with its jobs.
+	EndSession(ctx context.Context, id, reason string, at time.Time, jobs ...NewJob) error
 	Session(ctx context.Context, id string) (Session, error)
 	SessionTurns(ctx context.Context, sessionID string) ([]Turn, error)
 	// IdleSessions lists open sessions whose last turn is before the cut-off.
@@ -97,6 +106,9 @@ type Store interface {
 	FailJob(ctx context.Context, id int64, errText string, retryAt time.Time) error
 	// RequeueRunning returns jobs left running by a crash to pending.
 	RequeueRunning(ctx context.Context) (int, error)
+	// RequeueJob returns a running job to pending without counting the
+	// attempt (its run was cancelled by a shutdown, not failed).
+	RequeueJob(ctx context.Context, id int64) error
 
 	// RecentTurns lists the newest turns, newest first (dashboard, CLI).
 	RecentTurns(ctx context.Context, limit int) ([]TurnSummary, error)

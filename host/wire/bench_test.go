@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -84,6 +85,29 @@ func BenchmarkSSEReadWrite(b *testing.B) {
 			if err == io.EOF {
 				break
 			}
+			if err := WriteEvent(io.Discard, ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkSSELargeEvents relays 1 MiB events (the shape of a huge answer):
+// read, summarise with the store's limit, write.
+func BenchmarkSSELargeEvents(b *testing.B) {
+	ev := `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("a", 1<<20) + `"},"finish_reason":null}]}` + "\n\n"
+	raw := bytes.Repeat([]byte(ev), 16)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewSSEReader(bytes.NewReader(raw))
+		acc := NewAccumulatorLimit(OpenAI, 1<<20)
+		for {
+			ev, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			acc.Add(ev)
 			if err := WriteEvent(io.Discard, ev); err != nil {
 				b.Fatal(err)
 			}

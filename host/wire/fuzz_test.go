@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,6 +121,20 @@ func FuzzSSEReader(f *testing.F) {
 		evs, err := readAll(bytes.NewReader(in))
 		if err != nil {
 			t.Fatalf("unexpected error on small input: %v", err)
+		}
+		// A tiny read buffer makes every line a long one: same events.
+		small := newSSEReaderSize(bytes.NewReader(in), 16)
+		for i := 0; ; i++ {
+			ev, err := small.Next()
+			if err == io.EOF {
+				if i != len(evs) {
+					t.Fatalf("small buffer: %d events, want %d", i, len(evs))
+				}
+				break
+			}
+			if err != nil || i >= len(evs) || ev.Name != evs[i].Name || !bytes.Equal(ev.Data, evs[i].Data) {
+				t.Fatalf("small buffer: event %d = %q %q (%v)", i, ev.Name, ev.Data, err)
+			}
 		}
 		// Writing the events and reading them again gives the same events,
 		// up to the line-break normalisation WriteEvent documents.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 )
 
@@ -43,24 +44,36 @@ type SSEReader struct {
 	hasData bool
 	started bool
 	err     error
+	// sizeHint is the buffer to start a long data line with: about the size
+	// of the previous event when it was large.
+	sizeHint int
 }
 
 // NewSSEReader returns a reader of the events in r.
 func NewSSEReader(r io.Reader) *SSEReader {
-	return &SSEReader{br: bufio.NewReaderSize(r, 16<<10)}
+	return newSSEReaderSize(r, 16<<10)
+}
+
+func newSSEReaderSize(r io.Reader, size int) *SSEReader {
+	return &SSEReader{br: bufio.NewReaderSize(r, size)}
 }
 
 // readLine returns the next line without its terminator. The slice is valid
 // until the next call. err is io.EOF only together with the last (partial)
-// line or an empty one.
-func (r *SSEReader) readLine() ([]byte, error) {
-	line, err := r.br.ReadSlice('\n')
+// line or an empty one. A data line longer than the read buffer is appended
+// to the event as it arrives (one copy, however large) and reported as
+// handled instead.
+func (r *SSEReader) readLine() (line []byte, handled bool, err error) {
+	line, err = r.br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
+		if r.started && bytes.HasPrefix(line, []byte("data:")) {
+			return nil, true, r.longData(line)
+		}
 		r.long = append(r.long[:0], line...)
 		for err == bufio.ErrBufferFull {
 			line, err = r.br.ReadSlice('\n')
 			if len(r.long)+len(line) > maxLineSize {
-				return nil, ErrTooLong
+				return nil, false, ErrTooLong
 			}
 			r.long = append(r.long, line...)
 		}
@@ -74,7 +87,47 @@ func (r *SSEReader) readLine() ([]byte, error) {
 	} else if n > 0 && line[n-1] == '\r' && err == io.EOF {
 		line = line[:n-1]
 	}
-	return line, err
+	return line, false, err
+}
+
+// longData appends a data line that does not fit the read buffer straight
+// to the event's data; first is its first buffer-full.
+func (r *SSEReader) longData(first []byte) error {
+	value := first[len("data:"):]
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	if r.hasData {
+		r.data = append(r.data, '\n')
+	}
+	r.hasData = true
+	if r.sizeHint > cap(r.data) {
+		r.data = append(make([]byte, 0, r.sizeHint), r.data...)
+	}
+	r.data = append(r.data, value...)
+	total := len(first)
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		total += len(chunk)
+		if total > maxLineSize || len(r.data)+len(chunk) > maxEventSize {
+			return ErrTooLong
+		}
+		r.data = append(r.data, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		// The line's terminator (or a final lone CR at the end of the
+		// stream) may have arrived split over the last two pieces.
+		if n := len(r.data); n > 0 && r.data[n-1] == '\n' {
+			r.data = r.data[:n-1]
+			if n := len(r.data); n > 0 && r.data[n-1] == '\r' {
+				r.data = r.data[:n-1]
+			}
+		} else if n > 0 && r.data[n-1] == '\r' && err == io.EOF {
+			r.data = r.data[:n-1]
+		}
+		return err
+	}
 }
 
 // Next returns the next event, or io.EOF at the end of the stream.
@@ -83,28 +136,32 @@ func (r *SSEReader) Next() (Event, error) {
 		return Event{}, r.err
 	}
 	for {
-		line, err := r.readLine()
+		line, handled, err := r.readLine()
 		if err != nil && err != io.EOF {
 			r.err = err
 			return Event{}, err
 		}
-		if !r.started && (len(line) > 0 || err == nil) {
-			r.started = true
-			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // BOM
-		}
-		if len(line) == 0 {
-			if r.hasData {
-				ev := r.dispatch()
-				if err == io.EOF {
-					r.err = io.EOF
-				}
-				return ev, nil
+		if handled {
+			// A long data line, already in the event.
+		} else {
+			if !r.started && (len(line) > 0 || err == nil) {
+				r.started = true
+				line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // BOM
 			}
-			r.name = ""
-		} else if line[0] != ':' {
-			if ferr := r.field(line); ferr != nil {
-				r.err = ferr
-				return Event{}, ferr
+			if len(line) == 0 {
+				if r.hasData {
+					ev := r.dispatch()
+					if err == io.EOF {
+						r.err = io.EOF
+					}
+					return ev, nil
+				}
+				r.name = ""
+			} else if line[0] != ':' {
+				if ferr := r.field(line); ferr != nil {
+					r.err = ferr
+					return Event{}, ferr
+				}
 			}
 		}
 		if err == io.EOF {
@@ -168,17 +225,27 @@ func eventName(b []byte) string {
 }
 
 func (r *SSEReader) dispatch() Event {
-	ev := Event{Name: r.name, Data: bytes.Clone(r.data)}
+	var ev Event
+	if len(r.data) > keepBufSize {
+		// A large event keeps its buffer (no copy); the next one starts a
+		// buffer of about its size, so a stream of large events grows none.
+		ev = Event{Name: r.name, Data: r.data}
+		r.sizeHint = len(r.data) + len(r.data)/8
+		r.data = nil
+	} else {
+		ev = Event{Name: r.name, Data: bytes.Clone(r.data)}
+		r.sizeHint = 0
+		if cap(r.data) > keepBufSize {
+			r.data = nil
+		} else {
+			r.data = r.data[:0]
+		}
+	}
 	if ev.Data == nil {
 		ev.Data = []byte{}
 	}
 	r.name = ""
 	r.hasData = false
-	if cap(r.data) > keepBufSize {
-		r.data = nil
-	} else {
-		r.data = r.data[:0]
-	}
 	return ev
 }
 
@@ -203,8 +270,13 @@ func WriteEvent(w io.Writer, ev Event) error {
 		buf = append(buf, '\n')
 	}
 	data := ev.Data
+	buf = slices.Grow(buf, len(data)+16)
+	cr := bytes.IndexByte(data, '\r') // the next CR, kept so each byte is scanned once
 	for {
-		i := bytes.IndexAny(data, "\r\n")
+		i := bytes.IndexByte(data, '\n')
+		if cr >= 0 && (i < 0 || cr < i) {
+			i = cr
+		}
 		buf = append(buf, "data: "...)
 		if i < 0 {
 			buf = append(buf, data...)
@@ -217,6 +289,11 @@ func WriteEvent(w io.Writer, ev Event) error {
 			i++
 		}
 		data = data[i+1:]
+		if cr >= 0 {
+			if cr -= i + 1; cr < 0 {
+				cr = bytes.IndexByte(data, '\r')
+			}
+		}
 	}
 	buf = append(buf, '\n')
 	_, err := w.Write(buf)

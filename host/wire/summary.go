@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // SummarizeResponse summarises a non-streaming response body in api's format.
@@ -71,13 +73,59 @@ type Accumulator interface {
 // NewAccumulator returns an Accumulator for streams in api's format; for an
 // unknown api it returns one that ignores everything.
 func NewAccumulator(api API) Accumulator {
+	return NewAccumulatorLimit(api, 0)
+}
+
+// NewAccumulatorLimit is NewAccumulator keeping at most limit bytes of the
+// text, the reasoning and each tool call's arguments (0 = no limit), so a
+// huge stream is relayed without being held: the rest is counted, and the
+// summary ends with a marker saying how much was left out.
+func NewAccumulatorLimit(api API, limit int) Accumulator {
 	switch api {
 	case OpenAI:
-		return &openAIAcc{}
+		a := &openAIAcc{limit: limit}
+		a.text.limit, a.reasoning.limit = limit, limit
+		return a
 	case Anthropic:
-		return &anthropicAcc{}
+		a := &anthropicAcc{limit: limit}
+		a.text.limit, a.reasoning.limit = limit, limit
+		return a
 	}
 	return nopAcc{}
+}
+
+// capped keeps the first limit bytes written to it (0 = all) and counts the rest.
+type capped struct {
+	b     strings.Builder
+	limit int
+	over  int
+}
+
+func (c *capped) WriteString(s string) {
+	if c.limit <= 0 || c.b.Len()+len(s) <= c.limit {
+		c.b.WriteString(s)
+		return
+	}
+	k := max(c.limit-c.b.Len(), 0)
+	for k > 0 && !utf8.RuneStart(s[k]) {
+		k--
+	}
+	c.b.WriteString(s[:k])
+	c.over += len(s) - k
+}
+
+func (c *capped) String() string {
+	if c.over == 0 {
+		return c.b.String()
+	}
+	return c.b.String() + "…[metaclaw: " + strconv.Itoa(c.over) + " bytes not stored]"
+}
+
+// skipBig says whether an event can be skipped unparsed: once the summary
+// holds limit bytes of text, a large event only carries more content, while
+// what is still wanted (stop reason, usage) comes in small events.
+func skipBig(data []byte, limit int, text, reasoning *capped) bool {
+	return limit > 0 && len(data) >= 64<<10 && text.b.Len()+reasoning.b.Len() >= limit
 }
 
 type nopAcc struct{}
@@ -89,7 +137,7 @@ type accTool struct {
 	key  int // OpenAI tool index or Anthropic block index
 	id   string
 	name string
-	args strings.Builder
+	args capped
 }
 
 func findTool(tools []*accTool, key int) *accTool {
@@ -114,14 +162,19 @@ func toolCalls(tools []*accTool) []ToolCall {
 
 type openAIAcc struct {
 	s               Summary
-	text, reasoning strings.Builder
+	text, reasoning capped
 	tools           []*accTool
+	limit           int
 }
 
 func (a *openAIAcc) Add(ev Event) {
 	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 || data[0] != '{' {
 		return // [DONE] or junk
+	}
+	if skipBig(data, a.limit, &a.text, &a.reasoning) {
+		a.text.over += len(data)
+		return
 	}
 	var c oaiChunk
 	if json.Unmarshal(data, &c) != nil {
@@ -157,6 +210,7 @@ func (a *openAIAcc) Add(ev Event) {
 			t := findTool(a.tools, key)
 			if t == nil {
 				t = &accTool{key: key}
+				t.args.limit = a.limit
 				a.tools = append(a.tools, t)
 			}
 			if t.id == "" {
@@ -185,9 +239,10 @@ func (a *openAIAcc) Summary() Summary {
 
 type anthropicAcc struct {
 	s                            Summary
-	text, reasoning              strings.Builder
+	text, reasoning              capped
 	tools                        []*accTool
 	input, cacheRead, cacheWrite int
+	limit                        int
 }
 
 func (a *anthropicAcc) usage(u *antUsage) {
@@ -211,6 +266,10 @@ func (a *anthropicAcc) usage(u *antUsage) {
 func (a *anthropicAcc) Add(ev Event) {
 	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 || data[0] != '{' {
+		return
+	}
+	if skipBig(data, a.limit, &a.text, &a.reasoning) {
+		a.text.over += len(data)
 		return
 	}
 	var e antEvent
@@ -239,6 +298,7 @@ func (a *anthropicAcc) Add(ev Event) {
 			a.reasoning.WriteString(cb.Thinking)
 		case "tool_use":
 			t := &accTool{key: e.Index, id: cb.ID, name: cb.Name}
+			t.args.limit = a.limit
 			if in := bytes.TrimSpace(cb.Input); len(in) > 0 && !bytes.Equal(in, []byte("{}")) && !isNullOrEmpty(in) {
 				t.args.WriteString(compactJSON(in))
 			}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,35 @@ func TestAccumulatorAnthropicUsageUpdates(t *testing.T) {
 	want := Summary{StopReason: "pause_turn", Model: "c", InputTokens: 12 + 3 + 5, OutputTokens: 9, ID: "m1"}
 	if got := acc.Summary(); !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestAccumulatorLimitKeepsMetadata(t *testing.T) {
+	big := strings.Repeat("x", 100<<10)
+	for _, tc := range []struct {
+		api    API
+		events []Event
+	}{
+		{OpenAI, []Event{
+			{Data: []byte(`{"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"` + big + `"}}]}`)},
+			{Data: []byte(`{"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"` + big + `"}}]}`)},
+			{Data: []byte(`{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":9}}`)},
+		}},
+		{Anthropic, []Event{
+			{Name: "message_start", Data: []byte(`{"type":"message_start","message":{"id":"m1","model":"m","usage":{"input_tokens":3}}}`)},
+			{Name: "content_block_start", Data: []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)},
+			{Name: "content_block_delta", Data: []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + big + `"}}`)},
+			{Name: "content_block_delta", Data: []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + big + `"}}`)},
+			{Name: "message_delta", Data: []byte(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}`)},
+		}},
+	} {
+		acc := NewAccumulatorLimit(tc.api, 1000)
+		for _, ev := range tc.events {
+			acc.Add(ev)
+		}
+		s := acc.Summary()
+		if len(s.Text) > 1100 || !strings.HasSuffix(s.Text, "bytes not stored]") || s.OutputTokens != 9 || s.InputTokens != 3 || s.StopReason == "" {
+			t.Errorf("%s: text %d bytes (%q…), summary %+v", tc.api, len(s.Text), s.Text[:20], s.StopReason)
+		}
 	}
 }

@@ -7,6 +7,7 @@
 //   - after a tool result: "TOOL-RESULT: <result text>";
 //   - "FAIL-<status>" (e.g. FAIL-429): an error of that status in the format's error shape;
 //   - "SLOW-<ms>": waits that long before answering;
+//   - "BIG-<n>MB": an OpenAI answer of n MiB of text, generated as it is sent;
 //   - otherwise Reply (default "FAKE-REPLY-OK").
 package fakellm
 
@@ -250,6 +251,11 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.status != 200 {
 		writeJSON(w, p.status, map[string]any{"error": map[string]any{"message": fmt.Sprintf("fake upstream error %d", p.status), "type": "fake_error", "code": p.status}})
+		return
+	}
+	if mb := bigMB(lastUser); mb > 0 {
+		stream, _ := body["stream"].(bool)
+		s.openaiBig(w, r, mb, stream)
 		return
 	}
 	model, _ := body["model"].(string)

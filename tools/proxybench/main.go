@@ -57,6 +57,7 @@ func main() {
 	n1 := flag.Int("n1", 3000, "requests at concurrency 1")
 	n32 := flag.Int("n32", 6000, "requests at concurrency 32")
 	nStream := flag.Int("nstream", 1000, "streaming requests for time to first byte")
+	bigMB := flag.Int("big", 100, "MiB of the large answer relayed streamed and not")
 	flag.Parse()
 
 	up := fakellm.New()
@@ -73,59 +74,97 @@ func main() {
 	bare := serve(rp)
 	defer bare.Close()
 
-	dir, err := os.MkdirTemp("", "proxybench")
-	if err != nil {
-		fail(err)
+	// Two MetaClaw proxies, each with its own store: answers waiting for
+	// their turn to be in the WAL (the product), and not waiting (what
+	// recording cost before), to measure the wait in the same run.
+	var cleanups []func()
+	defer func() {
+		for _, f := range cleanups {
+			f()
+		}
+	}()
+	var cores []*core.Core
+	var stores []*store.SQLite
+	newProxy := func(async bool) net.Listener {
+		dir, err := os.MkdirTemp("", "proxybench")
+		if err != nil {
+			fail(err)
+		}
+		st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, store.DBFile))
+		if err != nil {
+			fail(err)
+		}
+		stores = append(stores, st)
+		c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
+		cores = append(cores, c)
+		cleanups = append(cleanups, func() { c.Close(); st.Close(); os.RemoveAll(dir) })
+		px, err := proxy.New(proxy.Options{Core: c, Log: zerolog.Nop(), UpstreamAPI: wire.OpenAI, UpstreamBase: up.URL + "/v1", UpstreamKey: "k", RecordAsync: async})
+		if err != nil {
+			fail(err)
+		}
+		return serve(px.Handler())
 	}
-	defer os.RemoveAll(dir)
-	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, store.DBFile))
-	if err != nil {
-		fail(err)
-	}
-	defer st.Close()
-	c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
-	defer c.Close()
-	px, err := proxy.New(proxy.Options{Core: c, Log: zerolog.Nop(), UpstreamAPI: wire.OpenAI, UpstreamBase: up.URL + "/v1", UpstreamKey: "k"})
-	if err != nil {
-		fail(err)
-	}
-	mc := serve(px.Handler())
+	mc, mcAsync := newProxy(false), newProxy(true)
 	defer mc.Close()
+	defer mcAsync.Close()
 
 	targets := []struct{ name, url string }{
 		{"upstream direct", up.URL},
 		{"bare httputil.ReverseProxy", "http://" + bare.Addr().String()},
 		{"metaclaw proxy", "http://" + mc.Addr().String()},
+		{"metaclaw proxy, turn not awaited", "http://" + mcAsync.Addr().String()},
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 
 	fmt.Printf("proxybench: %d requests at c=1, %d at c=32, %d streams; GOMAXPROCS machine %d cores\n\n", *n1, *n32, *nStream, runtime.NumCPU())
 	big := largeBody()
-	fmt.Println("| target | c=1 p50 | c=1 p99 | c=1 req/s | c=32 p50 | c=32 p99 | c=32 req/s | stream TTFB p50 | stream TTFB p99 | 45 KB agent request c=1 p50 | p99 |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
-	res := map[string][4]result{}
+	fmt.Println("| target | c=1 p50 | c=1 p99 | c=1 req/s | c=32 p50 | c=32 p99 | c=32 req/s | stream TTFB p50 | stream TTFB p99 | stream to [DONE] c=32 p50 | p99 | 45 KB agent request c=1 p50 | p99 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	res := map[string][5]result{}
 	for _, t := range targets {
 		u := t.url + "/v1/chat/completions"
-		run(client, u, body, 1, 200, false) // warm-up
-		r1 := run(client, u, body, 1, *n1, false)
-		r32 := run(client, u, body, 32, *n32, false)
-		rs := run(client, u, streamBody, 1, *nStream, true)
-		rl := run(client, u, big, 1, *nStream, false)
-		res[t.name] = [4]result{r1, r32, rs, rl}
-		fmt.Printf("| %s | %s | %s | %.0f | %s | %s | %.0f | %s | %s | %s | %s |\n", t.name, f(r1.p50), f(r1.p99), r1.rps, f(r32.p50), f(r32.p99), r32.rps, f(rs.p50), f(rs.p99), f(rl.p50), f(rl.p99))
+		run(client, u, body, 1, 200, ttfbOnly) // warm-up
+		r1 := run(client, u, body, 1, *n1, whole)
+		r32 := run(client, u, body, 32, *n32, whole)
+		rs := run(client, u, streamBody, 1, *nStream, ttfbOnly)
+		rl := run(client, u, big, 1, *nStream, whole)
+		rsw := run(client, u, streamBody, 32, *nStream, whole)
+		res[t.name] = [5]result{r1, r32, rs, rl, rsw}
+		fmt.Printf("| %s | %s | %s | %.0f | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", t.name, f(r1.p50), f(r1.p99), r1.rps, f(r32.p50), f(r32.p99), r32.rps,
+			f(rs.p50), f(rs.p99), f(rsw.p50), f(rsw.p99), f(rl.p50), f(rl.p99))
 	}
 	b, m := res["bare httputil.ReverseProxy"], res["metaclaw proxy"]
 	fmt.Printf("\nmetaclaw minus bare proxy: c=1 p50 %+.3f ms, p99 %+.3f ms; c=32 p50 %+.3f ms; stream TTFB p50 %+.3f ms; 45 KB request p50 %+.3f ms\n",
 		ms(m[0].p50-b[0].p50), ms(m[0].p99-b[0].p99), ms(m[1].p50-b[1].p50), ms(m[2].p50-b[2].p50), ms(m[3].p50-b[3].p50))
+	a := res["metaclaw proxy, turn not awaited"]
+	fmt.Printf("waiting for the turn in the WAL: c=1 p50 %+.3f ms, p99 %+.3f ms; c=32 p50 %+.3f ms, p99 %+.3f ms, req/s %+.0f; stream (to [DONE]) p50 %+.3f ms\n",
+		ms(m[0].p50-a[0].p50), ms(m[0].p99-a[0].p99), ms(m[1].p50-a[1].p50), ms(m[1].p99-a[1].p99), m[1].rps-a[1].rps, ms(m[4].p50-a[4].p50))
 	d := res["upstream direct"]
 	fmt.Printf("metaclaw minus direct:     c=1 p50 %+.3f ms, p99 %+.3f ms\n", ms(m[0].p50-d[0].p50), ms(m[0].p99-d[0].p99))
-	if err := c.Flush(context.Background()); err == nil {
-		counts, _ := st.Counts(context.Background())
-		fmt.Printf("turns recorded by metaclaw during the run: %d\n", counts.Turns)
+
+	fmt.Printf("\nlarge answers (%d MiB of text, generated by the upstream; best of 3):\n\n", *bigMB)
+	fmt.Println("| target | streamed in 1 MiB events | MiB/s | not streamed | MiB/s |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, t := range targets {
+		u := t.url + "/v1/chat/completions"
+		st, ns := bestOf(3, func() time.Duration { return large(client, u, *bigMB, true) }), bestOf(3, func() time.Duration { return large(client, u, *bigMB, false) })
+		fmt.Printf("| %s | %.2f s | %.0f | %.2f s | %.0f |\n", t.name, st.Seconds(), float64(*bigMB)/st.Seconds(), ns.Seconds(), float64(*bigMB)/ns.Seconds())
+	}
+	for i, c := range cores {
+		if err := c.Flush(context.Background()); err == nil {
+			counts, _ := stores[i].Counts(context.Background())
+			fmt.Printf("turns recorded by %s during the run: %d\n", targets[2+i].name, counts.Turns)
+		}
 	}
 }
 
-func run(client *http.Client, url, payload string, conc, n int, stream bool) result {
+// What once measures: the whole answer, or a stream's time to first byte.
+const (
+	whole    = false
+	ttfbOnly = true
+)
+
+func run(client *http.Client, url, payload string, conc, n int, ttfb bool) result {
 	lat := make([]time.Duration, n)
 	var next int64
 	var mu sync.Mutex
@@ -143,7 +182,7 @@ func run(client *http.Client, url, payload string, conc, n int, stream bool) res
 				if int(i) >= n {
 					return
 				}
-				lat[i] = once(client, url, payload, stream)
+				lat[i] = once(client, url, payload, ttfb)
 			}
 		}()
 	}
@@ -154,7 +193,7 @@ func run(client *http.Client, url, payload string, conc, n int, stream bool) res
 }
 
 // once returns the full latency, or for streams the time to the first data line.
-func once(client *http.Client, url, payload string, stream bool) time.Duration {
+func once(client *http.Client, url, payload string, ttfbOnly bool) time.Duration {
 	t0 := time.Now()
 	resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(payload)))
 	if err != nil {
@@ -165,7 +204,7 @@ func once(client *http.Client, url, payload string, stream bool) time.Duration {
 		b, _ := io.ReadAll(resp.Body)
 		fail(fmt.Errorf("status %d: %s", resp.StatusCode, b))
 	}
-	if !stream {
+	if !ttfbOnly {
 		io.Copy(io.Discard, resp.Body)
 		return time.Since(t0)
 	}
@@ -181,6 +220,30 @@ func once(client *http.Client, url, payload string, stream bool) time.Duration {
 		}
 	}
 	return ttfb
+}
+
+// large fetches a generated answer of mb MiB and returns the time to its last byte.
+func large(client *http.Client, url string, mb int, stream bool) time.Duration {
+	payload := fmt.Sprintf(`{"model":"m","stream":%v,"messages":[{"role":"user","content":"BIG-%dMB"}]}`, stream, mb)
+	t0 := time.Now()
+	resp, err := client.Post(url, "application/json", strings.NewReader(payload))
+	if err != nil {
+		fail(err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || resp.StatusCode != 200 || n < fakellm.BigAnswerBytes(mb) {
+		fail(fmt.Errorf("large answer: status %d, %d bytes, %v", resp.StatusCode, n, err))
+	}
+	return time.Since(t0)
+}
+
+func bestOf(n int, f func() time.Duration) time.Duration {
+	best := f()
+	for i := 1; i < n; i++ {
+		best = min(best, f())
+	}
+	return best
 }
 
 func serve(h http.Handler) net.Listener {
