@@ -1,0 +1,96 @@
+package safety
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Text a user quotes or pastes for the agent to work on ("translate this
+// page: …", a fenced block, a quoted e-mail) was written by someone else:
+// it may carry instructions aimed at the agent, and it never states the
+// user's own preferences or facts. StripPasted removes it, so learning only
+// ever reads what the user said in their own words.
+
+// processVerb names a request to work on some text.
+const processVerb = `(?:translate|summari[sz]e|give\s+me\s+(?:a|the)\s+(?:summary|translation|tl;?dr)\s+of|tl;?dr(?:\s+of)?|paraphrase|rephrase|reword|rewrite|proofread|` +
+	`(?:fix|correct|check)\s+(?:the\s+)?(?:grammar|spelling|typos)(?:\s+(?:of|in))?|edit|review|analy[sz]e|explain|classify|extract\s+\w+\s+from|parse|format|convert|` +
+	`reply\s+to|respond\s+to|answer|critique|simplify|shorten|condense|transcribe|polish|improve|clean\s+up|read|look\s+at|what\s+does)`
+
+// textNoun is the kind of material a request points at.
+const textNoun = `(?:page|web\s*page|site|text|article|e-?mail|mail|message|document|doc|paragraph|post|passage|` +
+	`content|file|snippet|excerpt|transcript|thread|comment|review|letter|note|chat|conversation|code|log|output|tweet|reply|` +
+	`essay|report|story|lyrics|poem|html|markdown|pdf|readme|draft|page\s+content)`
+
+// politeness that may come before an imperative request.
+const politeness = `^(?:\s*(?:please|pls|kindly|can\s+you|could\s+you|would\s+you|will\s+you|help\s+me|i\s+need\s+you\s+to|i\s+want\s+you\s+to|i'?d\s+like\s+you\s+to|now|ok|okay|hey|hi|also|and|then)[\s,]+){0,3}`
+
+var (
+	// A request whose material follows it, ended by a colon, a question
+	// mark or a line break: "Translate this page: …", "Can you summarise the
+	// following?\n…"; or, when it points forward, by a full stop: "Summarise this. …".
+	leadIn    = regexp.MustCompile(`(?i)` + politeness + processVerb + `\b[^\n:?]{0,30}?\b(?:this|these|that|it|the\s+following|following|below|(?:the|this|that|these|my|a|an)\s+(?:\w+\s+){0,2}?` + textNoun + `)\b[^\n:?]{0,60}?(?::|\?|\n)`)
+	leadInDot = regexp.MustCompile(`(?i)` + politeness + processVerb + `\b[^\n:?.]{0,30}?\b(?:this|these|the\s+following|following|below)\b[^\n:?.]{0,40}?\.\s`)
+	// "Here is the page:", "Below is the text:", or a label line "Page content:".
+	hereIs = regexp.MustCompile(`(?i)(?:^|\n)[^\n]{0,60}?\b(?:here\s+is|here's|here\s+are|below\s+is|attached\s+is|pasted\s+below\s+is)\s+(?:(?:the|a|an|my|this|some|their|his|her)\s+)?(?:\w+\s+){0,2}?` + textNoun + `s?\b[^\n:]{0,40}:|(?:^|\n)[ \t]*(?:page|web\s*page|text|article|e-?mail|document|content|message|transcript|input|source|original)(?:\s+(?:content|text|body))?[ \t]*:`)
+	// A closing request that refers back to what came before: "… Summarise the above."
+	trailing = regexp.MustCompile(`(?i)(?:^|[\n.!?])[^\n.!?]{0,40}?\b` + processVerb + `\b[^\n.!?]{0,20}?\b(?:this|that|it|these|those|the\s+above|above|(?:the|this|that)\s+(?:\w+\s+){0,2}?` + textNoun + `(?:\s+above)?)\b[^\n.!?]{0,60}[.!?]?\s*$`)
+	// Chinese: 翻译/总结/… + 以下/下面/这段…, or 以下是…：
+	zhLeadIn = regexp.MustCompile(`^[^\n]{0,40}?(?:翻译|翻譯|总结|總結|概括|摘要|润色|潤色|改写|改寫|解释|解釋|分析)[^\n]{0,20}?(?:以下|下面|这段|這段|这篇|這篇|这个|這個|如下)[^\n]{0,20}?(?:：|:|\n|$)|^[^\n]{0,20}?(?:以下是|下面是)[^\n]{0,20}?(?:：|:)`)
+
+	fenceRe   = regexp.MustCompile("(?s)(```|~~~).*?(```|~~~|$)")
+	tripleQ   = regexp.MustCompile(`(?s)"""(.*?)("""|$)|'''(.*?)('''|$)`)
+	tagBlock  = regexp.MustCompile(`(?is)<(document|page|webpage|article|text|email|mail|content|input|quote|blockquote|context|source|html|body|message|pasted)(\s[^>]*)?>.*?(</(document|page|webpage|article|text|email|mail|content|input|quote|blockquote|context|source|html|body|message|pasted)\s*>|$)`)
+	quoteLine = regexp.MustCompile(`(?m)^[ \t]*>.*$`)
+	// A long quotation in any common quote style (short ones are names or words the user is talking about).
+	longQuote = regexp.MustCompile(`"[^"\n]{40,}"|“[^”]{40,}”|«[^»]{40,}»|„[^“”]{40,}[“”]|「[^」]{20,}」|『[^』]{20,}』`)
+)
+
+// StripPasted returns text without the material the user quoted or pasted
+// for processing: fenced and triple-quoted blocks, "> " quotes, XML-like
+// document tags, long quotations, everything after a request such as
+// "translate this page:" or "here is the article:", and everything before
+// a closing request such as "summarise the above". What remains is the
+// user's own words (possibly nothing).
+func StripPasted(text string) string {
+	if text == "" {
+		return text
+	}
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	if strings.Contains(text, "```") || strings.Contains(text, "~~~") {
+		text = fenceRe.ReplaceAllString(text, "\n")
+	}
+	if strings.Contains(text, `"""`) || strings.Contains(text, `'''`) {
+		text = tripleQ.ReplaceAllString(text, "\n")
+	}
+	if strings.Contains(text, "<") {
+		text = tagBlock.ReplaceAllString(text, "\n")
+	}
+	if strings.Contains(text, ">") {
+		text = quoteLine.ReplaceAllString(text, "")
+	}
+	text = longQuote.ReplaceAllString(text, `""`)
+	trimmed := strings.TrimLeft(text, " \t\r\n")
+	for _, re := range []*regexp.Regexp{leadIn, leadInDot, zhLeadIn} {
+		if loc := re.FindStringIndex(trimmed); loc != nil {
+			return strings.TrimSpace(trimmed[:loc[1]])
+		}
+	}
+	if loc := hereIs.FindStringIndex(text); loc != nil {
+		return strings.TrimSpace(text[:loc[1]])
+	}
+	if loc := trailing.FindStringIndex(text); loc != nil && substantial(text[:loc[0]]) {
+		// The closing request stays; what it refers to goes.
+		return strings.TrimSpace(strings.TrimLeft(text[loc[0]:], ".!?\n"))
+	}
+	return text
+}
+
+// substantial tells pasted material (several lines, or a long passage)
+// from a sentence or two of the user's own before a closing request.
+func substantial(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.Count(s, "\n") >= 2 || utf8.RuneCountInString(s) >= 200
+}
