@@ -151,7 +151,7 @@ on the store in $METACLAW_HOME (also while the host runs); --json prints JSON.
 docs/memory.md describes the memory layer.`,
 	}
 	cmd.AddCommand(newMemListCmd(), newMemSearchCmd(), newMemShowCmd(), newMemAddCmd(), newMemEditCmd(), newMemForgetCmd(),
-		newMemExportCmd(), newMemImportCmd(), newMemStatsCmd(), newMemFlushCmd())
+		newMemExportCmd(), newMemImportCmd(), newMemStatsCmd(), newMemFlushCmd(), newMemRefusedCmd())
 	return cmd
 }
 
@@ -541,6 +541,9 @@ func newMemImportCmd() *cobra.Command {
 				return memPrintJSON(cmd.OutOrStdout(), res)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "imported %d, skipped %d (already present)\n", res.Imported, res.Skipped)
+			if res.Refused > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "refused %d by the injection guard (metaclaw memory refused)\n", res.Refused)
+			}
 			for _, m := range res.Errors {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", m)
 			}
@@ -572,8 +575,8 @@ func newMemStatsCmd() *cobra.Command {
 				return memPrintJSON(cmd.OutOrStdout(), st)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "active memories:   %d\nsuperseded:        %d\npending turns:     %d\nbuffered turns:    %d\nsessions ingested: %d\naudit records:     %d\n",
-				st.Active, st.Superseded, st.PendingTurns, st.Buffered, st.Sessions, st.Events)
+			fmt.Fprintf(w, "active memories:   %d\nsuperseded:        %d\npending turns:     %d\nbuffered turns:    %d\nsessions ingested: %d\naudit records:     %d\nrefused:           %d\n",
+				st.Active, st.Superseded, st.PendingTurns, st.Buffered, st.Sessions, st.Events, st.Refused)
 			for _, t := range memory.Types {
 				if n := st.ByType[string(t)]; n > 0 {
 					fmt.Fprintf(w, "  %-16s %d\n", t, n)

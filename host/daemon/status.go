@@ -58,6 +58,7 @@ type Counts struct {
 	Memories           int `json:"memories"`
 	PendingTurns       int `json:"pending_turns"`        // observed, not yet persisted
 	MemoryPendingTurns int `json:"memory_pending_turns"` // persisted, not yet ingested into memory
+	MemoriesRefused    int `json:"memories_refused"`     // candidates refused by the injection guard (metaclaw memory refused)
 	// MemoryOldestPendingSeconds is how long the oldest of them has waited.
 	MemoryOldestPendingSeconds int   `json:"memory_oldest_pending_seconds"`
 	ObservedSinceStart         int64 `json:"observed_since_start"`
@@ -103,6 +104,7 @@ func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Inf
 		Skills: stats.Learned["skills"], Memories: stats.Learned["memories"], MemoryPendingTurns: stats.Learned["memory_pending_turns"],
 		MemoryOldestPendingSeconds: stats.Learned["memory_oldest_pending_seconds"],
 		SpooledTurns:               stats.SpooledTurns, TurnsNotStoredWhole: stats.NotStoredWhole, LostTurns: stats.UnpersistedTurns,
+		MemoriesRefused: stats.Learned["memories_refused"],
 	}
 	st.Plugins = subplugin.AllStatus()
 	if st.Plugins == nil {

@@ -70,6 +70,9 @@ func (s *Store) Add(ctx context.Context, n NewUnit) (Unit, string, error) {
 	if correction {
 		u.Tags = appendTag(u.Tags, "correction")
 	}
+	if err := s.admit(ctx, &u); err != nil {
+		return Unit{}, "", err
+	}
 	vecs := s.embedUnits(ctx, []Unit{u})
 	var out, uid string
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
@@ -204,6 +207,17 @@ type Patch struct {
 func (s *Store) Edit(ctx context.Context, id string, p Patch) (Unit, error) {
 	id = strings.TrimPrefix(id, "memory:")
 	now := s.now()
+	if p.Content != nil {
+		cur, err := s.Get(ctx, id)
+		if err != nil {
+			return Unit{}, err
+		}
+		c, _ := Redact(strings.TrimSpace(*p.Content))
+		cur.Content, cur.Origin = c, "edit"
+		if err := s.admit(ctx, &cur); err != nil {
+			return Unit{}, err
+		}
+	}
 	var vec []float32
 	if p.Content != nil && s.o.Embedder != nil {
 		if v := s.embedUnits(ctx, []Unit{{Content: *p.Content}}); v != nil {
@@ -328,6 +342,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer, f Filter) (int, error) 
 type ImportResult struct {
 	Imported int      `json:"imported"`
 	Skipped  int      `json:"skipped"` // already present (same id, or same active content)
+	Refused  int      `json:"refused"` // refused by the injection guard (see Refused)
 	Errors   []string `json:"errors,omitempty"`
 }
 
@@ -448,6 +463,15 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
 			res.Errors = append(res.Errors, fmt.Sprintf("line %d: empty content", line))
 			continue
 		}
+		if u.Status != StatusSuperseded { // only active units reach a prompt
+			if u.Origin == "" {
+				u.Origin = "import"
+			}
+			if s.admit(ctx, &u) != nil {
+				res.Refused++
+				continue
+			}
+		}
 		if u.Status != StatusSuperseded {
 			u.Status = StatusActive
 		}
@@ -500,6 +524,7 @@ type Stats struct {
 	Events       int            `json:"events"`
 	Sessions     int            `json:"sessions_ingested"`
 	Buffered     int            `json:"buffered_turns"`
+	Refused      int            `json:"refused"` // candidates refused by the injection guard
 }
 
 // Stats counts units per status, type and scope (scope "" = all).
@@ -538,6 +563,9 @@ func (s *Store) Stats(ctx context.Context, scope string) (Stats, error) {
 	err = s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM memory_events), (SELECT COUNT(*) FROM memory_cursors WHERE session_id NOT LIKE 'buf:%'),
     (SELECT COUNT(*) FROM memory_buffer b WHERE `+unflushedSQL+`)`).
 		Scan(&st.Events, &st.Sessions, &st.Buffered)
+	if err == nil {
+		st.Refused, err = s.RefusedCount(ctx)
+	}
 	return st, err
 }
 

@@ -45,6 +45,8 @@ func (a *API) Routes() []proxy.Route {
 		{Pattern: "POST /v1/memory/buffer_turn", Handler: a.bufferTurn},
 		{Pattern: "POST /v1/memory/flush_session", Handler: a.flushSession},
 		{Pattern: "GET /v1/memory/list", Handler: a.list},
+		{Pattern: "GET /v1/memory/refused", Handler: a.refused},
+		{Pattern: "DELETE /v1/memory/refused/{id}", Handler: a.dismissRefused},
 		{Pattern: "GET /v1/memory/{id}", Handler: a.get},
 		{Pattern: "PATCH /v1/memory/{id}", Handler: a.patch},
 	}
@@ -119,6 +121,8 @@ func agentOf(r *http.Request, body string) string {
 
 func (a *API) fail(w http.ResponseWriter, err error) {
 	switch {
+	case IsRefused(err):
+		WriteError(w, http.StatusUnprocessableEntity, err.Error())
 	case errors.Is(err, ErrNotFound):
 		WriteError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -317,6 +321,7 @@ type StatusResponse struct {
 	Extractor     string `json:"extractor"`
 	RetrievalMode string `json:"retrieval_mode"`
 	Embeddings    bool   `json:"embeddings"`
+	Refused       int    `json:"refused"` // candidates refused by the injection guard (GET /v1/memory/refused)
 }
 
 func (a *API) status(w http.ResponseWriter, r *http.Request) {
@@ -338,9 +343,10 @@ func (a *API) status(w http.ResponseWriter, r *http.Request) {
 	}
 	var buffered int
 	_ = a.Store.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM memory_buffer b WHERE `+unflushedSQL).Scan(&buffered)
+	refused, _ := a.Store.RefusedCount(ctx)
 	o := a.Store.Options()
 	writeJSON(w, StatusResponse{Status: "ok", Memories: n, PendingTurns: pending, BufferedTurns: buffered, Scope: scopeOf(r, ""),
-		Extractor: o.Extractor.Name(), RetrievalMode: o.Mode, Embeddings: o.Embedder != nil})
+		Extractor: o.Extractor.Name(), RetrievalMode: o.Mode, Embeddings: o.Embedder != nil, Refused: refused})
 }
 
 func (a *API) stats(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/embed"
+	"github.com/metaclaw-go/metaclaw/host/safety"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 )
 
@@ -88,6 +89,7 @@ func (s *Store) prepare(b *Batch, t *Turn) {
 	if len(t.Assistant) > maxTurnText {
 		t.Assistant = t.Assistant[:maxTurnText]
 	}
+	t.User = safety.StripPasted(t.User) // what the user pasted for processing is not what they said (guard.go)
 	t.User, _ = Redact(t.User)
 	t.Assistant, _ = Redact(t.Assistant)
 }
@@ -160,7 +162,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			continue
 		}
 		u, ok := s.candidateUnit(c, fresh[c.Turn], now)
-		if !ok {
+		if !ok || s.admit(ctx, &u) != nil {
 			continue
 		}
 		if b.provisional != nil {
@@ -170,7 +172,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		unitTurn = append(unitTurn, c.Turn)
 	}
 	if summary != nil {
-		if u, ok := s.candidateUnit(*summary, summaryTurn, now); ok {
+		if u, ok := s.candidateUnit(*summary, summaryTurn, now); ok && s.admit(ctx, &u) == nil {
 			u.Agent = summaryTurn.Agent
 			u.Subject = "summary:" + summaryTurn.SessionID
 			u.Value = normKey(u.Content)

@@ -155,6 +155,7 @@ func (r *Remote) Counts(ctx context.Context) map[string]int {
 	defer cancel()
 	if st, err := r.Status(cctx); err == nil {
 		out["memories"] = st.Memories
+		out["memories_refused"] = st.Refused
 	}
 	if r.local != nil {
 		pendingCounts(ctx, r.local.r, out)

@@ -64,6 +64,9 @@ func (s *Store) Counts(ctx context.Context) map[string]int {
 		out["memories"] = n
 	}
 	pendingCounts(ctx, s.r, out)
+	if n, err := s.RefusedCount(ctx); err == nil {
+		out["memories_refused"] = n
+	}
 	return out
 }
 

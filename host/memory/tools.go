@@ -160,7 +160,11 @@ func (l localTools) status(ctx context.Context) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"memories": n, "pending_turns": p}, nil
+	refused, err := l.s.RefusedCount(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"memories": n, "pending_turns": p, "refused": refused}, nil
 }
 
 // ---- remote ----
@@ -206,5 +210,5 @@ func (t remoteTools) status(ctx context.Context) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"memories": st.Memories, "pending_turns": p}, nil
+	return map[string]any{"memories": st.Memories, "pending_turns": p, "refused": st.Refused}, nil
 }

@@ -85,6 +85,7 @@ func Start(t testing.TB, o Options) *Host {
 				"turns": st.Turns, "sessions": st.Sessions, "open_sessions": st.OpenSessions, "injected_tokens": st.InjectedTokens,
 				"skills": st.Learned["skills"], "memories": st.Learned["memories"], "memory_pending_turns": st.Learned["memory_pending_turns"],
 				"memory_oldest_pending_seconds": st.Learned["memory_oldest_pending_seconds"],
+				"memories_refused":              st.Learned["memories_refused"],
 				"pending_turns":                 st.QueuedTurns,
 			},
 			"jobs":              map[string]any{"pending": st.PendingJobs, "failed": st.FailedJobs},
