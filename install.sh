@@ -121,7 +121,7 @@ mv -f "$MC_HOME/install.json.tmp" "$MC_HOME/install.json"
 # 3. the config (each set validates the whole config and keeps comments)
 setkey() {
 	local cur
-	cur="$("$BIN" config get "$1" 2>/dev/null || true)"
+	cur="$("$BIN" config get --reveal "$1" 2>/dev/null || true)"
 	if [ "$cur" != "$2" ]; then
 		"$BIN" config set "$1" "$2" >/dev/null
 		say "config: $1 set"

@@ -11,13 +11,14 @@ import (
 )
 
 func newConfigCmd() *cobra.Command {
+	var reveal bool
 	cmd := &cobra.Command{
 		Use:   "config [KEY [VALUE]]",
 		Short: "Show, read or change the configuration",
 		Long: `Show, read or change $METACLAW_HOME/config.yaml.
 
   metaclaw config show              effective configuration, secrets masked
-  metaclaw config get KEY           one value (or a section as YAML)
+  metaclaw config get KEY           one value (or a section as YAML); secrets masked unless --reveal
   metaclaw config set KEY VALUE     validate, then write (comments and order kept)
   metaclaw config unset KEY         back to the default
   metaclaw config keys [--json]     every key with its type, default and env override
@@ -31,7 +32,7 @@ A config file that does not parse is never overwritten: fix it first.`,
 			case 0:
 				return showConfig(cmd)
 			case 1:
-				return getConfig(cmd, args[0])
+				return getConfig(cmd, args[0], reveal)
 			default:
 				return setConfig(cmd, args[0], args[1])
 			}
@@ -40,8 +41,7 @@ A config file that does not parse is never overwritten: fix it first.`,
 	cmd.AddCommand(
 		&cobra.Command{Use: "show", Short: "Print the effective configuration (secrets masked)", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return showConfig(cmd) }},
-		&cobra.Command{Use: "get KEY", Short: "Print one value", Args: cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error { return getConfig(cmd, args[0]) }},
+		newConfigGetCmd(),
 		&cobra.Command{Use: "set KEY VALUE", Short: "Set a value", Args: cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error { return setConfig(cmd, args[0], args[1]) }},
 		&cobra.Command{Use: "unset KEY", Short: "Return a key to its default", Args: cobra.ExactArgs(1),
@@ -58,6 +58,7 @@ A config file that does not parse is never overwritten: fix it first.`,
 			}},
 		newConfigKeysCmd(),
 	)
+	cmd.Flags().BoolVar(&reveal, "reveal", false, "with KEY: print a secret value in full")
 	return cmd
 }
 
@@ -104,7 +105,17 @@ func showConfig(cmd *cobra.Command) error {
 	return nil
 }
 
-func getConfig(cmd *cobra.Command, key string) error {
+func newConfigGetCmd() *cobra.Command {
+	var reveal bool
+	c := &cobra.Command{Use: "get KEY", Short: "Print one value (secrets masked unless --reveal)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return getConfig(cmd, args[0], reveal) }}
+	c.Flags().BoolVar(&reveal, "reveal", false, "print secret values in full (they end up on the terminal and in its scrollback)")
+	return c
+}
+
+// getConfig prints one value; secrets are masked unless reveal, so a key
+// does not land in a terminal, a screen share or a pasted transcript by accident.
+func getConfig(cmd *cobra.Command, key string, reveal bool) error {
 	h, err := home()
 	if err != nil {
 		return err
@@ -112,6 +123,9 @@ func getConfig(cmd *cobra.Command, key string) error {
 	cfg, err := config.Load(h)
 	if err != nil {
 		return err
+	}
+	if !reveal {
+		cfg = cfg.Masked()
 	}
 	v, err := cfg.Get(key)
 	if err != nil {

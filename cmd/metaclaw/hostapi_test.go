@@ -25,6 +25,7 @@ func TestCLIUsesTheHostAPI(t *testing.T) {
 	api := func(method, path, body string) (int, string) {
 		req, _ := http.NewRequest(method, "http://"+st.Listen+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+c.proxyKey())
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -82,6 +82,9 @@ upstream from OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY/ANTHROPIC_BASE
 				fmt.Fprintln(cmd.OutOrStdout(), "note: no upstream LLM is configured yet; requests get an error until you run `metaclaw setup` or set llm.api_base")
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "point OpenAI clients at %s/v1 and Anthropic clients at %s\n", info.URL(), info.URL())
+			if cfg.ProxyAuthRequired() {
+				fmt.Fprintln(cmd.OutOrStdout(), "clients send the proxy key from secrets.yaml: `metaclaw wire <client>` sets it, SDKs: eval \"$(metaclaw env)\"")
+			}
 			return nil
 		},
 	}

@@ -52,6 +52,7 @@ type cli struct {
 	t    *testing.T
 	home string
 	env  []string
+	key  string // the proxy key, once read
 }
 
 func newCLI(t *testing.T, env ...string) *cli {
@@ -114,6 +115,40 @@ func (c *cli) status() statusJSON {
 	return st
 }
 
+// proxyKey is the key the host generated on first start, as `metaclaw env`
+// hands it to SDK users.
+func (c *cli) proxyKey() string {
+	c.t.Helper()
+	if c.key != "" {
+		return c.key
+	}
+	out, code := c.run("env", "--shell", "dotenv")
+	for _, line := range strings.Split(out, "\n") {
+		if k, ok := strings.CutPrefix(line, "OPENAI_API_KEY="); ok && code == 0 {
+			c.key = k
+			return k
+		}
+	}
+	c.t.Fatalf("metaclaw env: %d %s", code, out)
+	return ""
+}
+
+// post sends a JSON request with the proxy key (read it with proxyKey
+// first when posting from another goroutine).
+func (c *cli) post(url, body string) (*http.Response, error) {
+	key := c.key
+	if key == "" {
+		key = c.proxyKey()
+	}
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	return http.DefaultClient.Do(req)
+}
+
 func TestStartStatusStopAsProcesses(t *testing.T) {
 	up := fakellm.New()
 	defer up.Close()
@@ -133,8 +168,7 @@ func TestStartStatusStopAsProcesses(t *testing.T) {
 	}
 
 	// A turn through the daemon reaches the upstream from the environment.
-	resp, err := http.Post("http://"+st.Listen+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := c.post("http://"+st.Listen+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +196,7 @@ func TestStartStatusStopAsProcesses(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := http.Post("http://"+st.Listen+"/v1/chat/completions", "application/json",
-			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"SLOW-1500 please"}]}`))
+		resp, err := c.post("http://"+st.Listen+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"SLOW-1500 please"}]}`)
 		if err != nil {
 			done <- result{err: err}
 			return
@@ -219,8 +252,7 @@ func TestStartWithoutUpstreamAnswersWithSetupHint(t *testing.T) {
 		t.Fatalf("start: %d %s", code, out)
 	}
 	st := c.status()
-	resp, err := http.Post("http://"+st.Listen+"/v1/messages", "application/json",
-		strings.NewReader(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := c.post("http://"+st.Listen+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,5 +330,26 @@ func TestConfigCommands(t *testing.T) {
 	out, code = c.run("start", "--foreground")
 	if code == 0 || !strings.Contains(out, "config.yaml") {
 		t.Fatalf("start on broken file: %d %s", code, out)
+	}
+}
+
+// TestConfigGetMasksSecrets: a secret is printed in full only with --reveal,
+// so it does not land on a screen or in a pasted transcript by accident.
+func TestConfigGetMasksSecrets(t *testing.T) {
+	c := newCLI(t)
+	const key = "sk-live-0123456789abcdefSECRET"
+	if out, code := c.run("config", "set", "llm.api_key", key); code != 0 || strings.Contains(out, key) {
+		t.Fatalf("set: %d %s", code, out)
+	}
+	for _, args := range [][]string{{"config", "get", "llm.api_key"}, {"config", "llm.api_key"}, {"config", "get", "llm"}, {"config", "show"}} {
+		out, code := c.run(args...)
+		if code != 0 || strings.Contains(out, key) || !strings.Contains(out, "masked") {
+			t.Fatalf("%v: %d %s", args, code, out)
+		}
+	}
+	for _, args := range [][]string{{"config", "get", "--reveal", "llm.api_key"}, {"config", "--reveal", "llm.api_key"}} {
+		if out, code := c.run(args...); code != 0 || strings.TrimSpace(out) != key {
+			t.Fatalf("%v: %d %q", args, code, out)
+		}
 	}
 }

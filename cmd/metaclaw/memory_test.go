@@ -241,6 +241,7 @@ func TestMemoryThroughTheRealBinary(t *testing.T) {
 			strings.NewReader(`{"model":"m","messages":[{"role":"system","content":"Always answer in JSON."},{"role":"user","content":`+strconv.Quote(text)+`}]}`))
 		req.Header.Set("X-Session-Id", session)
 		req.Header.Set("X-User-Id", "carol")
+		req.Header.Set("Authorization", "Bearer "+c.proxyKey())
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

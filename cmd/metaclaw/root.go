@@ -20,7 +20,7 @@ $METACLAW_HOME/config.yaml, secrets in $METACLAW_HOME/secrets.yaml (0600).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSetupCmd(), newStartCmd(), newStopCmd(), newStatusCmd(), newConfigCmd(), newVersionCmd())
+	root.AddCommand(newSetupCmd(), newStartCmd(), newStopCmd(), newStatusCmd(), newConfigCmd(), newEnvCmd(), newVersionCmd())
 	root.AddCommand(newPluginCmd(), newMCPCmd())
 	root.AddCommand(newSkillsCmd())
 	root.AddCommand(newMemoryCmd())

@@ -141,6 +141,11 @@ func runSetup(cmd *cobra.Command, f *setupFlags) error {
 		fmt.Fprintln(out, "Saved.")
 	}
 
+	if created, err := config.EnsureProxyKey(cfg); err != nil {
+		return err
+	} else if created {
+		fmt.Fprintf(out, "Generated a proxy key in %s (mode 0600): clients must send it. `metaclaw wire` sets it in the client; for SDKs: eval \"$(metaclaw env)\"\n", filepath.Join(h, config.SecretsFile))
+	}
 	if a.InstallBank {
 		if err := runSub(cmd, "skills", "install-bank"); err != nil {
 			fmt.Fprintln(out, "skill bank: "+err.Error())

@@ -90,12 +90,33 @@ func wireSetup(cmd *cobra.Command) (*adapters.Engine, *adapters.Request, *config
 		return nil, nil, nil, fmt.Errorf("%w\n(fix the MetaClaw config first: the client is wired to the proxy it describes)", err)
 	}
 	req := &adapters.Request{
-		ProxyHost: cfg.Proxy.Host, ProxyPort: cfg.Proxy.Port, ProxyKey: cfg.Proxy.APIKey,
+		ProxyHost: cfg.Proxy.Host, ProxyPort: cfg.Proxy.Port, ProxyKey: clientKey(cfg),
 		LLMModel: cfg.LLM.ModelID, ContextWindow: cfg.ContextWindow, MetaclawBin: metaclawBin(),
 	}
 	eng := &adapters.Engine{Env: newEnv(h), Out: cmd.OutOrStdout(), Version: version.Version,
 		Confirm: adapters.PromptConfirm(cmd.InOrStdin(), cmd.OutOrStdout())}
 	return eng, req, cfg, nil
+}
+
+// clientProxyKey is the key a wired client sends: proxy.api_key, generated
+// into secrets.yaml now if there is none yet (a dry run only shows where it
+// goes), or "" with proxy.auth none.
+func clientProxyKey(cmd *cobra.Command, cfg *config.Config, dryRun bool) (string, error) {
+	if !cfg.ProxyAuthRequired() {
+		return "", nil
+	}
+	if dryRun && cfg.Proxy.APIKey == "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "note: no proxy key yet; wiring for real generates one into %s\n", filepath.Join(cfg.Home, config.SecretsFile))
+		return config.NewProxyKey()
+	}
+	created, err := config.EnsureProxyKey(cfg)
+	if err != nil {
+		return "", err
+	}
+	if created {
+		fmt.Fprintf(cmd.OutOrStdout(), "generated a proxy key into %s (mode 0600); the client gets it, other local users do not\n", filepath.Join(cfg.Home, config.SecretsFile))
+	}
+	return cfg.Proxy.APIKey, nil
 }
 
 func newWireCmd() *cobra.Command {
@@ -137,7 +158,10 @@ Without a client, lists what is installed and wired here.`,
 				return err
 			}
 			req.Agents, req.Via, req.Model = agents, v, model
-			if v.Proxy() && cfg.LLM.APIKey == "" && cfg.Proxy.APIKey == "" {
+			if req.ProxyKey, err = clientProxyKey(cmd, cfg, dryRun); err != nil {
+				return err
+			}
+			if v.Proxy() && cfg.LLM.APIKey == "" && req.ProxyKey == "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "note: no upstream key is configured (llm.api_key), so the proxy passes the client's key upstream, and the wired client sends the placeholder %q. Set the real key once: metaclaw config set llm.api_key <key>\n", adapters.PlaceholderKey)
 			}
 			return eng.Wire(context.Background(), a, req, cfgPath, adapters.WireOptions{DryRun: dryRun, Yes: yes, Force: force, NoRestart: noRestart})
@@ -374,4 +398,12 @@ be restored.`,
 	cmd.Flags().BoolVar(&purge, "purge", false, "also delete $METACLAW_HOME")
 	cmd.Flags().BoolVar(&force, "force", false, "restore clients even where files were edited since wiring (their current versions are saved in the backups first)")
 	return cmd
+}
+
+// clientKey is the proxy key clients present ("" with proxy.auth none).
+func clientKey(cfg *config.Config) string {
+	if !cfg.ProxyAuthRequired() {
+		return ""
+	}
+	return cfg.Proxy.APIKey
 }

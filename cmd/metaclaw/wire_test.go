@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -117,6 +118,16 @@ func TestCLIWireOpenClawConfirmDoctorUnwire(t *testing.T) {
 	}
 	if !strings.Contains(w.callLog(), "openclaw gateway restart") {
 		t.Fatalf("restart not run through the fake openclaw: %q\n%s", w.callLog(), out)
+	}
+	// The client got the proxy key generated for this install (0600 secrets.yaml), not a placeholder.
+	secPath := filepath.Join(w.mc, "secrets.yaml")
+	sec, err := os.ReadFile(secPath)
+	key := regexp.MustCompile(`mck-[A-Za-z0-9_-]{43}`).FindString(string(sec))
+	if fi, serr := os.Stat(secPath); err != nil || serr != nil || fi.Mode().Perm() != 0o600 || key == "" {
+		t.Fatalf("generated key: %v %v %q", err, serr, sec)
+	}
+	if b, _ := os.ReadFile(cfg); !strings.Contains(string(b), `"apiKey": "`+key+`"`) || strings.Contains(string(b), "metaclaw-local") || strings.Contains(out, key) {
+		t.Fatalf("wired config does not carry the proxy key (or the output shows it):\n%s\n%s", b, out)
 	}
 	if l, err := os.Readlink(filepath.Join(w.home, ".openclaw/extensions/metaclaw/bin/metaclaw")); err != nil || l != "/opt/metaclaw/bin/metaclaw" {
 		t.Fatalf("bin link %q %v", l, err)

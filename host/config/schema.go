@@ -73,9 +73,10 @@ type LLM struct {
 
 // Proxy is the local OpenAI/Anthropic-compatible listener.
 type Proxy struct {
-	Host         string `yaml:"host" default:"127.0.0.1" check:"host" desc:"Listen address. A non-loopback address requires proxy.api_key."`
+	Host         string `yaml:"host" default:"127.0.0.1" check:"host" desc:"Listen address. A non-loopback address requires proxy.api_key and proxy.auth key."`
 	Port         int    `yaml:"port" default:"30000" min:"0" max:"65535" desc:"Listen port (0 = pick a free port, for tests)."`
-	APIKey       string `yaml:"api_key" secret:"1" desc:"Bearer token clients must send to the proxy; required when proxy.host is not loopback."`
+	APIKey       string `yaml:"api_key" secret:"1" desc:"Bearer token (or x-api-key) clients must send to the proxy. Generated into secrets.yaml on first start when empty (proxy.auth key); metaclaw env prints it."`
+	Auth         string `yaml:"auth" default:"key" enum:"key,none" desc:"key: every route but /healthz and /ui needs proxy.api_key, so other local users cannot read memories or spend your LLM credits; none: no key on a loopback listener (any local account can use the proxy; the client's own key is passed upstream when llm.api_key is empty)."`
 	MaxBodyMB    int    `yaml:"max_body_mb" default:"32" min:"1" desc:"Largest accepted request body, in MiB."`
 	MaxAnswerMB  int    `yaml:"max_answer_mb" default:"16" min:"1" desc:"Largest non-streaming answer held in memory to be parsed, translated and recorded, in MiB; a larger one is relayed as it arrives without being stored (or refused with 502 when it would need translation)."`
 	TrustedLocal bool   `yaml:"trusted_local" default:"false" status:"legacy" desc:"Old Python proxy flag; ignored."`

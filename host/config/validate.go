@@ -96,6 +96,9 @@ func (c *Config) Validate() error {
 	if msg := tokenizerDirProblem(c.RL.TokenizerPath); msg != "" {
 		errs.add(c.fieldErr("rl.tokenizer_path", msg))
 	}
+	if !isLoopback(c.Proxy.Host) && c.Proxy.Auth == "none" {
+		errs.add(c.fieldErr("proxy.auth", fmt.Sprintf("is none, but `proxy.host` %q is not a loopback address: anyone who can reach this port could use it. Fix: `metaclaw config set proxy.auth key`, or listen locally with `metaclaw config set proxy.host 127.0.0.1`", c.Proxy.Host)))
+	}
 	if !isLoopback(c.Proxy.Host) && c.Proxy.APIKey == "" {
 		errs.add(c.fieldErr("proxy.host", fmt.Sprintf("is %q, which is not a loopback address, but `proxy.api_key` is empty: anyone who can reach this port could spend your LLM credits. Fix: set a key with `metaclaw config set proxy.api_key <long-random-secret>` (clients send it as a Bearer token), or listen locally with `metaclaw config set proxy.host 127.0.0.1`", c.Proxy.Host)))
 	}

@@ -84,6 +84,12 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
+	if created, err := config.EnsureProxyKey(cfg); err != nil {
+		return err
+	} else if created {
+		log.Warn().Str("file", cfg.Home+"/"+config.SecretsFile).Msg("generated a proxy key (proxy.api_key): every route but /healthz and /ui now needs it. " +
+			"Clients wired before must be wired again (metaclaw wire <client> --yes); SDK users: eval \"$(metaclaw env)\"")
+	}
 
 	st, err := store.OpenSQLite(ctx, p.DB)
 	if err != nil {
@@ -202,7 +208,7 @@ func ProxyOptions(cfg *config.Config, c *core.Core, log zerolog.Logger) proxy.Op
 		UpstreamKey:      cfg.LLM.APIKey,
 		Model:            cfg.LLM.ModelID,
 		UpstreamTimeout:  time.Duration(cfg.LLM.TimeoutSeconds) * time.Second,
-		APIKey:           cfg.Proxy.APIKey,
+		APIKey:           proxyKey(cfg),
 		MaxBodyBytes:     int64(cfg.Proxy.MaxBodyMB) << 20,
 		MaxAnswerBytes:   int64(cfg.Proxy.MaxAnswerMB) << 20,
 		MaxStoredBytes:   cfg.Store.MaxBodyKB << 10,
@@ -236,4 +242,12 @@ func stderrFor(detached bool) io.Writer {
 		return io.Discard
 	}
 	return os.Stderr
+}
+
+// proxyKey is the key clients must present ("" with proxy.auth none).
+func proxyKey(cfg *config.Config) string {
+	if !cfg.ProxyAuthRequired() {
+		return ""
+	}
+	return cfg.Proxy.APIKey
 }

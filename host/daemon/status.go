@@ -85,7 +85,7 @@ type RLState struct {
 func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Info) Status {
 	st := Status{
 		OK: true, Running: true, Version: version.Version, Mode: cfg.Mode, PID: info.PID,
-		Listen: info.Addr, Auth: cfg.Proxy.APIKey != "", Upstream: upstreamOf(cfg), RL: rlState(cfg),
+		Listen: info.Addr, Auth: proxyKey(cfg) != "", Upstream: upstreamOf(cfg), RL: rlState(cfg),
 		Warnings: cfg.Warnings,
 	}
 	if !info.StartedAt.IsZero() {

@@ -256,9 +256,9 @@ func (s *Server) auth(api wire.API, next http.HandlerFunc) http.HandlerFunc {
 			got := presentedKey(r)
 			h := sha256.Sum256([]byte(got))
 			if got == "" || subtle.ConstantTimeCompare(h[:], s.keyHash[:]) != 1 {
-				msg := "invalid proxy API key: send proxy.api_key as `Authorization: Bearer <key>`"
+				msg := "invalid proxy API key: send proxy.api_key as `Authorization: Bearer <key>` (it is in $METACLAW_HOME/secrets.yaml; `metaclaw env` prints the exports, `metaclaw wire <client>` sets it in a client)"
 				if api == wire.Anthropic {
-					msg = "invalid proxy API key: send proxy.api_key as `x-api-key` or `Authorization: Bearer <key>`"
+					msg = "invalid proxy API key: send proxy.api_key as `x-api-key` or `Authorization: Bearer <key>` (it is in $METACLAW_HOME/secrets.yaml; `metaclaw env` prints the exports, `metaclaw wire <client>` sets it in a client)"
 				}
 				if got == "" {
 					msg = "missing proxy API key: " + msg[len("invalid proxy API key: "):]

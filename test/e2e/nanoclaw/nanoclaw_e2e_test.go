@@ -35,6 +35,10 @@ import (
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
+// e2eProxyKey is the proxy key, required as in a default install (issue 11):
+// the client sends it the way `metaclaw wire` configures it.
+const e2eProxyKey = "mck-e2e-0123456789abcdefghijklmnopqrstuvwxyzABCDEF"
+
 func need(t *testing.T, name string) string {
 	v := os.Getenv(name)
 	if v == "" {
@@ -83,7 +87,7 @@ func TestNanoClawEngineWithHooks(t *testing.T) {
 	h := plugintest.Start(t, mcHome)
 	px, err := proxy.New(proxy.Options{
 		Core: h.Core, Log: zerolog.Nop(), UpstreamAPI: wire.Anthropic, UpstreamBase: up.URL + "/v1", UpstreamKey: "sk-ant-up",
-		UpstreamTimeout: 60 * time.Second, ResolveTrace: h.RPC.ResolveTrace,
+		UpstreamTimeout: 60 * time.Second, ResolveTrace: h.RPC.ResolveTrace, APIKey: e2eProxyKey, // as a default install: a key is required
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +120,7 @@ func TestNanoClawEngineWithHooks(t *testing.T) {
 		"HOME=" + home,
 		"METACLAW_HOME=" + mcHome,
 		"ANTHROPIC_BASE_URL=" + proxySrv.URL + "/a/nano",
-		"ANTHROPIC_API_KEY=sk-ant-e2e-placeholder",
+		"ANTHROPIC_API_KEY=" + e2eProxyKey, // what `metaclaw wire nanoclaw` writes
 		"SDK_ENTRY=" + sdkEntry, "E2E_PROMPT=" + prompt, "E2E_CWD=" + cwd, "E2E_TIMEOUT_MS=150000",
 		// offline: no telemetry, updates, error reports or other non-essential calls
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",

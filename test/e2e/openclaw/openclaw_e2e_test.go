@@ -35,6 +35,10 @@ import (
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
+// e2eProxyKey is the proxy key, required as in a default install (issue 11):
+// the client sends it the way `metaclaw wire` configures it.
+const e2eProxyKey = "mck-e2e-0123456789abcdefghijklmnopqrstuvwxyzABCDEF"
+
 // upstream is a fake OpenAI-compatible model server. The newest user turn
 // decides: "CALL-MEMORY-SEARCH" → one call of the memory_search tool (until
 // a tool result follows); after a tool result → "TOOL-RESULT: <result>";
@@ -209,7 +213,7 @@ func setup(t *testing.T, extraEnv ...string) *world {
 	h := plugintest.Start(t, home)
 	px, err := proxy.New(proxy.Options{
 		Core: h.Core, Log: zerolog.Nop(), UpstreamAPI: wire.OpenAI, UpstreamBase: up.URL + "/v1", UpstreamKey: "sk-up",
-		UpstreamTimeout: 60 * time.Second, ResolveTrace: h.RPC.ResolveTrace,
+		UpstreamTimeout: 60 * time.Second, ResolveTrace: h.RPC.ResolveTrace, APIKey: e2eProxyKey, // as a default install: a key is required
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +252,7 @@ func setup(t *testing.T, extraEnv ...string) *world {
 	cfg := map[string]any{
 		"models": map[string]any{"mode": "merge", "providers": map[string]any{
 			// Through the MetaClaw proxy (no /a/<agent>: the trace says who).
-			"metaclaw": map[string]any{"baseUrl": proxySrv.URL + "/v1", "apiKey": "metaclaw", "api": "openai-completions", "models": model("fake-model")},
+			"metaclaw": map[string]any{"baseUrl": proxySrv.URL + "/v1", "apiKey": e2eProxyKey, "api": "openai-completions", "models": model("fake-model")},
 			// Straight to the model: only the hooks see the turn.
 			"direct": map[string]any{"baseUrl": up.URL + "/v1", "apiKey": "direct", "api": "openai-completions", "models": model("fake-model")},
 		}},
