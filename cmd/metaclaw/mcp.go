@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/metaclaw-go/metaclaw/host/version"
@@ -40,7 +40,9 @@ is started if it is not running. The list follows the host (tools/list_changed).
 			srv := mcpserver.New(mcpserver.Options{Relay: relay, Log: log, Version: version.Version, Agent: agent, Session: session})
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return srv.Run(ctx, &mcp.StdioTransport{})
+			// Not mcp.StdioTransport: one malformed line would end the session.
+			return srv.Run(ctx, &mcpserver.Transport{In: os.Stdin, Out: os.Stdout,
+				Log: func(msg string) { log.Info().Msg("mcp: " + msg) }})
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent id tools run for (default $METACLAW_AGENT, else mcp)")
