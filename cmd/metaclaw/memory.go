@@ -677,7 +677,8 @@ func memFlushViaHost(ctx context.Context, info daemon.Info, key, session string)
 	body, _ := json.Marshal(map[string]any{"session_id": session})
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, info.URL()+"/v1/memory/ingest", bytes.NewReader(body))
+	// ?wait=1: the CLI shows what was learned; Ctrl-C cancels the ingestion.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, info.URL()+"/v1/memory/ingest?wait=1", bytes.NewReader(body))
 	if err != nil {
 		return out, err
 	}

@@ -279,3 +279,19 @@ func (h *memHost) api(method, path string, body any, out any) int {
 	}
 	return resp.StatusCode
 }
+
+// awaitJob polls GET /v1/memory/ingest/{id} until the job is done or failed.
+func (h *memHost) awaitJob(id int64) IngestJobStatus {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var js IngestJobStatus
+		if code := h.api(http.MethodGet, fmt.Sprintf("/v1/memory/ingest/%d", id), nil, &js); code != 200 {
+			h.t.Fatalf("job %d: HTTP %d", id, code)
+		}
+		if js.Status == "done" || js.Status == "failed" || time.Now().After(deadline) {
+			return js
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

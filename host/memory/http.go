@@ -25,6 +25,9 @@ import (
 type API struct {
 	Store    *Store
 	Ingester *Ingester
+	// Jobs, when set, makes POST /v1/memory/ingest durable and asynchronous
+	// (202 with a job id; ingestjob.go); nil runs it inside the request.
+	Jobs JobQueue
 	// Every flushes a buffer_turn session every N turns (memory.ingest_every_turns).
 	Every int
 	Log   zerolog.Logger
@@ -42,6 +45,7 @@ func (a *API) Routes() []proxy.Route {
 		{Pattern: "GET /v1/memory/health", Handler: a.status},
 		{Pattern: "GET /v1/memory/stats", Handler: a.stats},
 		{Pattern: "POST /v1/memory/ingest", Handler: a.ingest},
+		{Pattern: "GET /v1/memory/ingest/{id}", Handler: a.ingestJob},
 		{Pattern: "POST /v1/memory/buffer_turn", Handler: a.bufferTurn},
 		{Pattern: "POST /v1/memory/flush_session", Handler: a.flushSession},
 		{Pattern: "GET /v1/memory/list", Handler: a.list},
@@ -467,29 +471,47 @@ func (a *API) ingest(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	ctx := r.Context()
-	scope := scopeOf(r, nonEmpty(req.ScopeID, req.Scope))
+	if len(req.Turns) > 1000 {
+		WriteError(w, http.StatusBadRequest, "at most 1000 turns per request")
+		return
+	}
+	if len(req.Turns) == 0 && len(req.SummaryTurns) == 0 && a.Ingester == nil {
+		WriteError(w, http.StatusServiceUnavailable, "this host does not record turns (memory ingestion runs elsewhere)")
+		return
+	}
+	scope, agent := scopeOf(r, nonEmpty(req.ScopeID, req.Scope)), agentOf(r, req.Agent)
+	capTurns(req.Turns)
+	capTurns(req.SummaryTurns)
+	if a.Jobs != nil && !wantsWait(r) {
+		a.enqueue(w, r, apiIngestJob{Request: req, Scope: scope, Agent: agent})
+		return
+	}
+	// ?wait=1: inside the request, cancelled (and rolled back) if the client goes away.
+	res, err := a.runIngest(r.Context(), req, scope, agent)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	writeJSON(w, res)
+}
+
+// runIngest does what POST /v1/memory/ingest asks: mine the given turns, or
+// the recorded turns and buffers (one session, or all).
+func (a *API) runIngest(ctx context.Context, req IngestRequest, scope, agent string) (IngestResponse, error) {
 	if len(req.Turns) > 0 || len(req.SummaryTurns) > 0 {
-		if len(req.Turns) > 1000 {
-			WriteError(w, http.StatusBadRequest, "at most 1000 turns per request")
-			return
-		}
 		final := req.Final != nil && *req.Final
 		if req.Final == nil && req.SessionID != "" && len(req.SummaryTurns) == 0 {
 			final = true // MetaClaw's one-shot /ingest summarises the session
 		}
-		res, err := a.Store.Ingest(ctx, Batch{SessionID: req.SessionID, Scope: scope, Agent: agentOf(r, req.Agent),
+		res, err := a.Store.Ingest(ctx, Batch{SessionID: req.SessionID, Scope: scope, Agent: agent,
 			Turns: req.Turns, Final: final, SummaryTurns: req.SummaryTurns})
 		if err != nil {
-			a.fail(w, err)
-			return
+			return IngestResponse{}, err
 		}
-		writeJSON(w, IngestResponse{IngestResult: res, BufferedTurns: res.Turns, Sessions: []string{req.SessionID}})
-		return
+		return IngestResponse{IngestResult: res, BufferedTurns: res.Turns, Sessions: []string{req.SessionID}}, nil
 	}
 	if a.Ingester == nil {
-		WriteError(w, http.StatusServiceUnavailable, "this host does not record turns (memory ingestion runs elsewhere)")
-		return
+		return IngestResponse{}, errors.New("this host does not record turns (memory ingestion runs elsewhere)")
 	}
 	var total IngestResult
 	var sessions []string
@@ -502,35 +524,33 @@ func (a *API) ingest(w http.ResponseWriter, r *http.Request) {
 		}
 		res, err := a.Ingester.IngestSession(ctx, req.SessionID, final)
 		if err != nil {
-			a.fail(w, err)
-			return
+			return IngestResponse{}, err
 		}
 		total.add(res)
 		sessions = []string{req.SessionID}
 		bres, err := a.flushBuffer(ctx, req.SessionID, final)
 		if err != nil {
-			a.fail(w, err)
-			return
+			return IngestResponse{}, err
 		}
 		total.add(bres)
 	} else {
 		res, ss, err := a.Ingester.IngestAll(ctx, true)
 		if err != nil {
-			a.fail(w, err)
-			return
+			return IngestResponse{}, err
 		}
 		total.add(res)
 		sessions = ss
 		bs, err := a.bufferedSessions(ctx)
 		if err != nil {
-			a.fail(w, err)
-			return
+			return IngestResponse{}, err
 		}
 		for _, s := range bs {
+			if err := ctx.Err(); err != nil {
+				return IngestResponse{}, err
+			}
 			bres, err := a.flushBuffer(ctx, s, false)
 			if err != nil {
-				a.fail(w, err)
-				return
+				return IngestResponse{}, err
 			}
 			total.add(bres)
 			if !contains(sessions, s) {
@@ -541,7 +561,7 @@ func (a *API) ingest(w http.ResponseWriter, r *http.Request) {
 	if sessions == nil {
 		sessions = []string{}
 	}
-	writeJSON(w, IngestResponse{IngestResult: total, BufferedTurns: total.Turns, Sessions: sessions})
+	return IngestResponse{IngestResult: total, BufferedTurns: total.Turns, Sessions: sessions}, nil
 }
 
 // BufferTurnRequest is POST /v1/memory/buffer_turn.

@@ -109,10 +109,18 @@ func TestHTTPRoutes(t *testing.T) {
 		t.Fatalf("flush_session %d %v", code, fl)
 	}
 	// The sidecar's one-shot /ingest with turns.
-	var ing IngestResponse
+	var acc IngestAccepted
 	if code := h.api("POST", "/v1/memory/ingest", map[string]any{"session_id": "one", "scope_id": "team:y", "turns": []map[string]any{
-		{"prompt_text": "Call me Kim.", "response_text": "Hi Kim."}, {"prompt_text": "We use Bazel to build.", "response_text": "OK."}}}, &ing); code != 200 || ing.Added != 3 {
-		t.Fatalf("ingest with turns %d %+v", code, ing)
+		{"prompt_text": "Call me Kim.", "response_text": "Hi Kim."}, {"prompt_text": "We use Bazel to build.", "response_text": "OK."}}}, &acc); code != http.StatusAccepted || acc.JobID == 0 {
+		t.Fatalf("ingest with turns %d %+v", code, acc)
+	}
+	if js := h.awaitJob(acc.JobID); js.Status != "done" {
+		t.Fatalf("ingest job %+v", js)
+	}
+	var ing IngestResponse // ?wait=1: MetaClaw's synchronous answer
+	if code := h.api("POST", "/v1/memory/ingest?wait=1", map[string]any{"session_id": "one", "scope_id": "team:y", "turns": []map[string]any{
+		{"prompt_text": "Call me Kim.", "response_text": "Hi Kim.", "source": "again"}}}, &ing); code != 200 || ing.Reinforced != 1 {
+		t.Fatalf("ingest ?wait=1 %d %+v", code, ing)
 	}
 	var st StatusResponse
 	if code := h.api("GET", "/v1/memory/status", nil, &st); code != 200 || st.Status != "ok" || st.Memories != 7 || st.Extractor != "heuristic" {

@@ -321,8 +321,9 @@ func (in *Ingester) turnsAfter(ctx context.Context, session string, after int64,
 // output never included), redacted.
 func toTurn(host string, t store.Turn) Turn {
 	ex := transcript.FromTurn(t)
-	user, _ := Redact(ex.User)
-	asst, _ := Redact(ex.Assistant)
+	// Capped first: a huge pasted message costs no more redaction than a long one.
+	user, _ := Redact(capText(ex.User, maxTurnText))
+	asst, _ := Redact(capText(ex.Assistant, maxTurnText))
 	var injected []string
 	_ = json.Unmarshal([]byte(t.InjectedJSON), &injected)
 	return Turn{

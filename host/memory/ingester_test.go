@@ -202,9 +202,15 @@ func TestManualTrigger(t *testing.T) {
 	if n, _ := h.mem.Store.ActiveCount(ctx); n != 0 {
 		t.Fatalf("manual trigger ingested on its own: %d", n)
 	}
-	var out IngestResponse
-	if code := h.api(http.MethodPost, "/v1/memory/ingest", map[string]any{}, &out); code != 200 || out.Added < 2 || len(out.Sessions) != 1 {
-		t.Fatalf("ingest %d %+v", code, out)
+	var acc IngestAccepted
+	if code := h.api(http.MethodPost, "/v1/memory/ingest", map[string]any{}, &acc); code != http.StatusAccepted {
+		t.Fatalf("ingest %d %+v", code, acc)
+	}
+	if js := h.awaitJob(acc.JobID); js.Status != "done" {
+		t.Fatalf("ingest job %+v", js)
+	}
+	if n, _ := h.mem.Store.ActiveCount(ctx); n < 2 {
+		t.Fatalf("after the ingest job: %d memories", n)
 	}
 }
 

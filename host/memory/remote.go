@@ -135,7 +135,9 @@ func (r *Remote) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	final := b.Final
 	req := IngestRequest{SessionID: b.SessionID, ScopeID: b.Scope, Agent: b.Agent, Turns: b.Turns, SummaryTurns: b.SummaryTurns, Final: &final}
 	var out IngestResponse
-	if err := r.call(ctx, http.MethodPost, "/v1/memory/ingest", req, &out); err != nil {
+	// ?wait=1: the batch is mined before this host moves its cursor, and the
+	// counts come back (the sidecar stops if this call is cancelled).
+	if err := r.call(ctx, http.MethodPost, "/v1/memory/ingest?wait=1", req, &out); err != nil {
 		return IngestResult{}, err
 	}
 	return out.IngestResult, nil
@@ -165,8 +167,9 @@ func (r *Remote) Counts(ctx context.Context) map[string]int {
 
 // ForwardRoutes serves this host's /v1/memory/… routes by forwarding them
 // to the remote, except POST /v1/memory/ingest without turns, which ingests
-// this host's recorded turns into the remote now.
-func (r *Remote) ForwardRoutes(in *Ingester) []proxy.Route {
+// this host's recorded turns into the remote: as a durable job on jobs
+// (202, see ingestjob.go), or now with ?wait=1 or no jobs.
+func (r *Remote) ForwardRoutes(in *Ingester, jobs JobQueue) []proxy.Route {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(r.base)
@@ -202,37 +205,47 @@ func (r *Remote) ForwardRoutes(in *Ingester) []proxy.Route {
 			rp.ServeHTTP(w, req)
 			return
 		}
-		ctx := req.Context()
-		var total IngestResult
-		sessions := []string{}
-		if ir.SessionID != "" {
-			final := ir.Final != nil && *ir.Final
-			res, err := in.IngestSession(ctx, ir.SessionID, final)
-			if err != nil {
-				WriteError(w, statusFor(err), err.Error())
-				return
-			}
-			total, sessions = res, []string{ir.SessionID}
-		} else {
-			res, ss, err := in.IngestAll(ctx, true)
-			if err != nil {
-				WriteError(w, statusFor(err), err.Error())
-				return
-			}
-			total = res
-			if ss != nil {
-				sessions = ss
-			}
+		if jobs != nil && !wantsWait(req) {
+			(&API{Store: r.local, Jobs: jobs}).enqueue(w, req, apiIngestJob{Request: ir})
+			return
 		}
-		writeJSON(w, IngestResponse{IngestResult: total, BufferedTurns: total.Turns, Sessions: sessions})
+		res, err := RemoteIngest(req.Context(), in, ir)
+		if err != nil {
+			WriteError(w, statusFor(err), err.Error())
+			return
+		}
+		writeJSON(w, res)
 	}
-	routes := []proxy.Route{{Pattern: "POST /v1/memory/ingest", Handler: ingest}}
+	routes := []proxy.Route{{Pattern: "POST /v1/memory/ingest", Handler: ingest},
+		{Pattern: "GET /v1/memory/ingest/{id}", Handler: (&API{Store: r.local}).ingestJob}}
 	for _, p := range []string{"GET /v1/memory/search", "POST /v1/memory/search", "POST /v1/memory/retrieve", "POST /v1/memory/store",
 		"POST /v1/memory/forget", "GET /v1/memory/status", "GET /v1/memory/health", "GET /v1/memory/stats",
-		"POST /v1/memory/buffer_turn", "POST /v1/memory/flush_session", "GET /v1/memory/list", "GET /v1/memory/{id}", "PATCH /v1/memory/{id}"} {
+		"POST /v1/memory/buffer_turn", "POST /v1/memory/flush_session", "GET /v1/memory/list", "GET /v1/memory/{id}", "PATCH /v1/memory/{id}",
+		"GET /v1/memory/refused", "DELETE /v1/memory/refused/{id}"} {
 		routes = append(routes, proxy.Route{Pattern: p, Handler: forward})
 	}
 	return routes
+}
+
+// RemoteIngest ingests this host's recorded turns into the remote: one
+// session, or all (the JobAPIIngest handler of a host with memory.sidecar_url).
+func RemoteIngest(ctx context.Context, in *Ingester, ir IngestRequest) (IngestResponse, error) {
+	if ir.SessionID != "" {
+		final := ir.Final != nil && *ir.Final
+		res, err := in.IngestSession(ctx, ir.SessionID, final)
+		if err != nil {
+			return IngestResponse{}, err
+		}
+		return IngestResponse{IngestResult: res, BufferedTurns: res.Turns, Sessions: []string{ir.SessionID}}, nil
+	}
+	res, ss, err := in.IngestAll(ctx, true)
+	if err != nil {
+		return IngestResponse{}, err
+	}
+	if ss == nil {
+		ss = []string{}
+	}
+	return IngestResponse{IngestResult: res, BufferedTurns: res.Turns, Sessions: ss}, nil
 }
 
 func statusFor(err error) int {

@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -73,10 +75,21 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 		StartWait: time.Duration(m.SessionStartWaitMS) * time.Millisecond})
 	h.Ingester.Register(c, !h.manual)
 	if h.Remote != nil {
-		h.Routes = h.Remote.ForwardRoutes(h.Ingester)
+		h.Routes = h.Remote.ForwardRoutes(h.Ingester, c)
+		in := h.Ingester
+		c.HandleJobs(JobAPIIngest, func(ctx context.Context, payload json.RawMessage) error {
+			var j apiIngestJob
+			if err := json.Unmarshal(payload, &j); err != nil {
+				return fmt.Errorf("memory api ingest job: %w", err)
+			}
+			_, err := RemoteIngest(ctx, in, j.Request)
+			return err
+		})
 		registerTools(c, remoteTools{r: h.Remote, in: h.Ingester})
 	} else {
-		h.Routes = (&API{Store: s, Ingester: h.Ingester, Every: m.IngestEveryTurns, Log: log}).Routes()
+		api := &API{Store: s, Ingester: h.Ingester, Jobs: c, Every: m.IngestEveryTurns, Log: log}
+		c.HandleJobs(JobAPIIngest, api.RunJob)
+		h.Routes = api.Routes()
 		registerTools(c, localTools{s: s, in: h.Ingester})
 	}
 	log.Info().Str("extractor", s.o.Extractor.Name()).Str("retrieval", s.o.Mode).Bool("embeddings", opts.Embedder != nil).
