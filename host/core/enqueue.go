@@ -18,6 +18,6 @@ func (c *Core) EnqueueID(ctx context.Context, kind string, payload any, runAfter
 	if err != nil {
 		return 0, err
 	}
-	c.wakeJobs()
+	c.job.wake(kind)
 	return id, nil
 }

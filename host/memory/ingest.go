@@ -90,8 +90,10 @@ func (s *Store) prepare(b *Batch, t *Turn) {
 		t.Assistant = t.Assistant[:maxTurnText]
 	}
 	t.User = safety.StripPasted(t.User) // what the user pasted for processing is not what they said (guard.go)
-	t.User, _ = Redact(t.User)
+	var secrets []string
+	t.User, secrets = safety.RedactCollect(t.User)
 	t.Assistant, _ = Redact(t.Assistant)
+	t.Assistant = safety.ScrubValues(t.Assistant, secrets) // the assistant repeating it back
 }
 
 // saidAt maps a turn's wall-clock time onto the store's clock (identity in

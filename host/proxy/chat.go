@@ -30,6 +30,7 @@ type turn struct {
 	rec       *store.Turn
 	observed  bool
 	ctx       context.Context // the request's
+	sentKey   string          // the key sent upstream: never echoed back (scrub.go)
 }
 
 func (s *Server) chat(api wire.API) http.HandlerFunc {
@@ -138,7 +139,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body [
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.upstreamURL(endpoint), bytes.NewReader(body))
 	if err != nil {
-		s.fail(w, t, http.StatusBadGateway, "bad upstream URL (llm.api_base): "+err.Error())
+		s.fail(w, t, http.StatusBadGateway, "bad upstream URL (llm.api_base): fix it with `metaclaw config set llm.api_base <url>`")
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -148,6 +149,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body [
 		req.Header.Set("Accept-Encoding", "identity") // compressed SSE would be buffered
 	}
 	s.setUpstreamAuth(req, r)
+	t.sentKey = sentKey(req)
 
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -157,7 +159,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body [
 		case isTimeout(err):
 			s.fail(w, t, http.StatusGatewayTimeout, fmt.Sprintf("upstream did not answer within %s (llm.timeout_seconds)", s.o.UpstreamTimeout))
 		default:
-			s.fail(w, t, http.StatusBadGateway, "upstream unreachable: "+redactURLError(err))
+			s.o.Log.Warn().Str("error", s.scrubKeys(t, redactURLError(err))).Msg("upstream unreachable")
+			s.fail(w, t, http.StatusBadGateway, "upstream unreachable: "+netCause(err)+" (check llm.api_base; details in the host log)")
 		}
 		return
 	}
@@ -177,6 +180,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body [
 
 func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response) {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	raw = s.scrubKey(t, raw) // an upstream may echo the Authorization header it got
 	out := raw
 	if t.clientAPI != s.o.UpstreamAPI || !json.Valid(raw) {
 		out = wire.TranslateErrorBody(s.o.UpstreamAPI, t.clientAPI, resp.StatusCode, raw)
@@ -313,6 +317,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 			}
 			break
 		}
+		ev.Data = s.scrubKey(t, ev.Data)
 		acc.Add(ev)
 		if tr == nil {
 			if dropUsage && isUsageOnlyChunk(ev.Data) {
@@ -410,6 +415,7 @@ func (s *Server) observe(ctx context.Context, t *turn) {
 		return
 	}
 	t.observed = true
+	s.scrubTurn(t)
 	t.rec.LatencyMS = time.Since(t.start).Milliseconds()
 	t.rec.TTFBMS = t.ttfb.Milliseconds()
 	t.rec.InjectedTokens = t.inj.Tokens

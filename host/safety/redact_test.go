@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -28,6 +29,14 @@ func TestRedact(t *testing.T) {
 		{"我的密码是abc12345", "abc12345", "password"},
 		{"API密钥：sk_live_1234567890abcdefgh", "sk_live_1234567890abcdefgh", "api_key"},
 		{"令牌是 AbCdEfGhIjKl", "AbCdEfGhIjKl", "secret"},
+		// issue 11's wifi password, as people say it
+		{"the office wifi password is BlueElephant42", "BlueElephant42", "password"},
+		{"office wifi pw BlueElephant42, remember it", "BlueElephant42", "password"},
+		{"Wifi password for the office: BlueElephant42", "BlueElephant42", "password"},
+		{"BlueElephant42 is the wifi password", "BlueElephant42", "password"},
+		{"BlueElephant42 is our office wifi password.", "BlueElephant42", "password"},
+		{`{"password": "hunter2hunter2"}`, "hunter2hunter2", "password"},
+		{`config = {'api_key': 'abcdef123456789'}`, "abcdef123456789", "secret"},
 	}
 	for _, tt := range tests {
 		out, n := Redact(tt.in)
@@ -45,6 +54,10 @@ func TestRedact(t *testing.T) {
 		"password reset flow is broken",
 		"commit 3f2a9c1d4e5b6a7980716253",
 		"call 138 0013 8000",
+		"the password reset page is broken again",
+		"my password manager is great",
+		"this is the password field",
+		"Tabs is my preference",
 	} {
 		if out, n := Redact(clean); n != 0 || out != clean {
 			t.Errorf("Redact(%q) = %q, want unchanged", clean, out)
@@ -84,6 +97,64 @@ func FuzzRedact(f *testing.F) {
 		planted := in[:cut] + " " + secret + " " + in[cut:]
 		if out, _ := Redact(planted); strings.Contains(out, secret) {
 			t.Fatalf("secret survived in %q", out)
+		}
+	})
+}
+
+func TestScrubValues(t *testing.T) {
+	user, found := RedactCollect("the office wifi password is BlueElephant42")
+	if len(found) != 1 || found[0] != "BlueElephant42" || strings.Contains(user, "BlueElephant42") {
+		t.Fatalf("RedactCollect: %q %q", user, found)
+	}
+	if got := ScrubValues("Saved: BlueElephant42. Anything else?", found); strings.Contains(got, "BlueElephant42") {
+		t.Fatalf("echo kept the secret: %q", got)
+	}
+}
+
+func TestRedactJSON(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"the office wifi password is BlueElephant42"},` +
+		`{"role":"assistant","content":"Noted: \"BlueElephant42\".\nAnything else?"},{"role":"user","content":"password reset is broken, see https://x.example"}],` +
+		`"tools":[{"type":"function","function":{"name":"login","parameters":{"type":"object"}}}],"n":1}`)
+	out, found := RedactJSON(body)
+	if len(found) == 0 || strings.Contains(string(out), "BlueElephant42") || !json.Valid(out) {
+		t.Fatalf("RedactJSON: %q %s", found, out)
+	}
+	var v struct {
+		Model    string `json:"model"`
+		Messages []struct{ Content string }
+	}
+	if err := json.Unmarshal(out, &v); err != nil || v.Model != "m" || len(v.Messages) != 3 || v.Messages[2].Content != "password reset is broken, see https://x.example" {
+		t.Fatalf("structure changed: %+v %v", v, err)
+	}
+	if again, m := RedactJSON(out); string(again) != string(out) || len(m) != 0 {
+		t.Fatalf("not idempotent: %s", again)
+	}
+	clean := []byte(`{"messages":[{"role":"user","content":"I prefer tabs. Use the API key from the environment."}]}`)
+	if out, n := RedactJSON(clean); len(n) != 0 || string(out) != string(clean) {
+		t.Fatalf("clean body changed: %s", out)
+	}
+}
+
+// FuzzRedactJSON: a valid document stays valid, a planted password goes,
+// and redacting twice changes nothing.
+func FuzzRedactJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":"password is hunter22"}`, `["x\"y","pw BlueElephant42"]`, `{"k":{"password":"abc123XYZ"}}`, `"top"`, `{"a":"\u0070assword: x1y2z3"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		out, _ := RedactJSON([]byte(doc))
+		if json.Valid([]byte(doc)) && !json.Valid(out) {
+			t.Fatalf("valid %q became invalid %q", doc, out)
+		}
+		if again, _ := RedactJSON(out); string(again) != string(out) {
+			t.Fatalf("not idempotent: %q -> %q -> %q", doc, out, again)
+		}
+		if !json.Valid([]byte(doc)) {
+			return
+		}
+		planted, _ := json.Marshal(map[string]any{"doc": json.RawMessage(doc), "note": "my password is Zq9TopSecret"})
+		if out, _ := RedactJSON(planted); strings.Contains(string(out), "Zq9TopSecret") {
+			t.Fatalf("planted password kept: %s", out)
 		}
 	})
 }

@@ -8,6 +8,9 @@
 //   - "FAIL-<status>" (e.g. FAIL-429): an error of that status in the format's error shape;
 //   - "SLOW-<ms>": waits that long before answering;
 //   - "BIG-<n>MB": an OpenAI answer of n MiB of text, generated as it is sent;
+//   - "ECHO-BACK": answers "Noted: <the user text>" (an assistant repeating a secret);
+//   - "ECHO-AUTH": a 401 whose message repeats the credentials it received
+//     (as some providers do), in the format's error shape;
 //   - otherwise Reply (default "FAKE-REPLY-OK").
 package fakellm
 
@@ -166,6 +169,9 @@ func (s *Server) decide(lastUser string, toolResult *string) plan {
 	if strings.Contains(lastUser, "USE-TOOL") {
 		p.toolCall = true
 	}
+	if strings.Contains(lastUser, "ECHO-BACK") {
+		p.text = "Noted: " + lastUser
+	}
 	return p
 }
 
@@ -247,6 +253,10 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 	}
 	p := s.decide(lastUser, toolResult)
 	if !s.sleep(r, p.delay) {
+		return
+	}
+	if strings.Contains(lastUser, "ECHO-AUTH") {
+		writeJSON(w, 401, map[string]any{"error": map[string]any{"message": "Incorrect API key provided: " + r.Header.Get("Authorization"), "type": "invalid_request_error", "code": "invalid_api_key"}})
 		return
 	}
 	if p.status != 200 {
@@ -361,6 +371,10 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	}
 	p := s.decide(lastUser, toolResult)
 	if !s.sleep(r, p.delay) {
+		return
+	}
+	if strings.Contains(lastUser, "ECHO-AUTH") {
+		writeJSON(w, 401, map[string]any{"type": "error", "error": map[string]any{"type": "authentication_error", "message": "invalid x-api-key: " + r.Header.Get("x-api-key")}})
 		return
 	}
 	if p.status != 200 {

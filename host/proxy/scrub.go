@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+
+	"github.com/metaclaw-go/metaclaw/host/safety"
+)
+
+// What the proxy stores and relays is scrubbed; what it forwards is not:
+// the upstream gets the client's request as sent, and the client gets the
+// upstream's answer as sent, but
+//   - a stored turn (request body, answer, reasoning, tool calls, error) has
+//     its secrets redacted (host/safety), so a password pasted once does not
+//     sit in turns.request_json of every later turn of the conversation;
+//   - the upstream key never leaves in an error: an upstream that echoes the
+//     Authorization header it received has the key replaced before the
+//     error reaches the client, the log or turns.error;
+//   - a network error names its cause, not the upstream's address.
+
+// keyRedacted replaces the upstream key in relayed errors.
+const keyRedacted = "[REDACTED:upstream_key]"
+
+// scrubTurn redacts the stored copy of a turn.
+func (s *Server) scrubTurn(t *turn) {
+	rec := t.rec
+	req, found := safety.RedactJSON([]byte(rec.RequestJSON))
+	rec.RequestJSON = string(req)
+	var more []string
+	rec.ResponseText, more = safety.RedactCollect(rec.ResponseText)
+	found = append(found, more...)
+	rec.ResponseText = safety.ScrubValues(rec.ResponseText, found)
+	rec.Reasoning, _ = safety.RedactCollect(rec.Reasoning)
+	rec.Reasoning = safety.ScrubValues(rec.Reasoning, found)
+	if rec.ToolCallsJSON != "" {
+		calls, _ := safety.RedactJSON([]byte(rec.ToolCallsJSON))
+		rec.ToolCallsJSON = string(calls)
+	}
+	rec.Error, _ = safety.Redact(s.scrubKeys(t, rec.Error))
+}
+
+// scrubKey replaces the key sent upstream (llm.api_key, or the client's
+// own key passed through) and the proxy key in b.
+func (s *Server) scrubKey(t *turn, b []byte) []byte {
+	for _, k := range s.secretKeys(t) {
+		if bytes.Contains(b, []byte(k)) {
+			b = bytes.ReplaceAll(b, []byte(k), []byte(keyRedacted))
+		}
+	}
+	return b
+}
+
+func (s *Server) scrubKeys(t *turn, v string) string {
+	for _, k := range s.secretKeys(t) {
+		v = strings.ReplaceAll(v, k, keyRedacted)
+	}
+	return v
+}
+
+// secretKeys are the keys that must never be echoed (values shorter than
+// 8 bytes would match ordinary text and are skipped).
+func (s *Server) secretKeys(t *turn) []string {
+	var out []string
+	for _, k := range []string{t.sentKey, s.o.UpstreamKey, s.o.APIKey} {
+		if len(k) >= 8 && (len(out) == 0 || out[len(out)-1] != k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// sentKey is the credential an upstream request carries.
+func sentKey(req *http.Request) string {
+	if k := req.Header.Get("x-api-key"); k != "" {
+		return k
+	}
+	v := req.Header.Get("Authorization")
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return v
+}
+
+// netCause names what went wrong with a connection without the address it
+// was going to (the upstream may sit on an internal network).
+func netCause(err error) string {
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns):
+		if dns.IsNotFound {
+			return "the upstream host name does not resolve"
+		}
+		return "the upstream host name could not be resolved"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "no route to the upstream host"
+	case strings.Contains(err.Error(), "tls:") || strings.Contains(err.Error(), "x509:"):
+		return "TLS handshake with the upstream failed"
+	case strings.Contains(err.Error(), "EOF"):
+		return "the upstream closed the connection"
+	}
+	return "network error"
+}
