@@ -353,3 +353,17 @@ func TestConfigGetMasksSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestStartRefusesAWorldWritableHome: a state dir every user can write is
+// refused with the fix, before anything is loaded from it.
+func TestStartRefusesAWorldWritableHome(t *testing.T) {
+	c := newCLI(t)
+	if err := os.Chmod(c.home, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	out, code := c.run("start", "--foreground", "--port", "0")
+	if code == 0 || !strings.Contains(out, "writable by every user") || !strings.Contains(out, "chmod 700 "+c.home) {
+		t.Fatalf("start in a 0777 home: %d %s", code, out)
+	}
+	os.Chmod(c.home, 0o700)
+}

@@ -114,6 +114,9 @@ func edit(home, key string, strictHost bool, change func(cfg, sec *editFile) err
 		}
 		home = h
 	}
+	if err := CheckHome(home); err != nil {
+		return err
+	}
 	cfg, err := openEditFile(filepath.Join(home, ConfigFile))
 	if err != nil {
 		return err

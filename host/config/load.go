@@ -101,6 +101,9 @@ func LoadWith(home string, lookupEnv func(string) (string, bool)) (*Config, erro
 	if lookupEnv == nil {
 		lookupEnv = noEnv
 	}
+	if err := CheckHome(home); err != nil {
+		return nil, err
+	}
 	in := input{home: home, env: lookupEnv}
 	var err error
 	if in.cfg, in.cfgMode, err = readOptional(filepath.Join(home, ConfigFile)); err != nil {

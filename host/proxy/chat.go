@@ -219,12 +219,15 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 		return
 	}
 	sum, serr := wire.SummarizeResponse(s.o.UpstreamAPI, raw)
+	if serr == nil {
+		serr = checkAnswer(s.o.UpstreamAPI, raw)
+	}
+	if serr != nil {
+		s.unparseableAnswer(w, t, serr)
+		return
+	}
 	out := raw
 	if t.clientAPI != s.o.UpstreamAPI {
-		if serr != nil {
-			s.fail(w, t, http.StatusBadGateway, "upstream answer is not a valid "+string(s.o.UpstreamAPI)+" response: "+serr.Error())
-			return
-		}
 		if t.clientAPI == wire.Anthropic {
 			out, err = wire.OpenAIToAnthropicResponse(raw)
 		} else {
@@ -363,15 +366,8 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 		t.rec.Status, t.rec.Error = http.StatusBadGateway, "upstream stream broke: "+readErr.Error()
 		s.writeStreamError(cw, t.clientAPI, http.StatusBadGateway, "upstream stream broke: "+readErr.Error())
 	default:
-		// Upstream ended without its terminal event: let the translator close
-		// the client's stream (writing a terminal event records the turn).
-		if tr != nil {
-			for _, e := range tr.Finish() {
-				if !write(e) {
-					break
-				}
-			}
-		}
+		// Upstream ended without its terminal event (incomplete.go).
+		s.endWithoutTerminal(w, t, tr, acc, write)
 	}
 	_ = cw.Flush()
 	if !t.observed {

@@ -97,3 +97,18 @@ func (h *harness) turns(t testing.TB, session string) []store.Turn {
 	}
 	return turns
 }
+
+// awaitTurns returns the session's turns once n are recorded (a turn is
+// handed to the core as its handler returns, which may be after the client
+// has read the whole answer).
+func (h *harness) awaitTurns(t *testing.T, session string, n int) []store.Turn {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		turns := h.turns(t, session)
+		if len(turns) >= n || time.Now().After(deadline) {
+			return turns
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

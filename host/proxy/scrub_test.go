@@ -35,7 +35,7 @@ func TestStoredTurnsAreRedacted(t *testing.T) {
 		if sent, _ := json.Marshal(h.up.Last().Body); !strings.Contains(string(sent), wifi) {
 			t.Fatalf("stream=%v: the upstream must get the original request: %s", stream, sent)
 		}
-		turns := h.turns(t, session)
+		turns := h.awaitTurns(t, session, 1)
 		if len(turns) != 1 {
 			t.Fatalf("stream=%v: %d turns", stream, len(turns))
 		}
@@ -101,7 +101,7 @@ func TestUpstreamKeyNeverEchoed(t *testing.T) {
 			t.Fatalf("%+v: status %d %s", c, resp.StatusCode, out)
 		}
 		errorShape(t, c.client, out, "")
-		turns := h.turns(t, "echo")
+		turns := h.awaitTurns(t, "echo", 1)
 		for what, v := range map[string]string{"client": string(out), "log": log.String(), "turns.error": turns[0].Error} {
 			if strings.Contains(v, secret) {
 				t.Fatalf("%+v: the key reached the %s: %s", c, what, v)

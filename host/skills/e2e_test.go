@@ -198,6 +198,18 @@ func TestRoutesDashboardActions(t *testing.T) {
 	if code, _ := do("POST", "/v1/skills/nope/enable", "application/json", "", "{}"); code != 404 {
 		t.Fatalf("unknown skill: %d", code)
 	}
+	// Errors are the error object of every other route: {"error":{"message","type",…}}.
+	for _, c := range []struct{ method, path, ctype string }{
+		{"POST", "/v1/skills/nope/enable", "application/json"}, {"POST", "/v1/skills/regex-writing/approve", "application/json"},
+		{"POST", "/v1/skills/regex-writing/enable", "text/plain"}, {"POST", "/v1/skills/regex-writing/frobnicate", "application/json"},
+		{"GET", "/v1/skills/nope", ""},
+	} {
+		code, out := do(c.method, c.path, c.ctype, "", "{}")
+		e, _ := out["error"].(map[string]any)
+		if code < 400 || e == nil || e["message"] == "" || e["type"] == nil {
+			t.Fatalf("%s %s: %d %v", c.method, c.path, code, out)
+		}
+	}
 	if code, out := do("POST", "/v1/skills/regex-writing/enable", "application/json", "", "{}"); code != 200 || out["skill"].(map[string]any)["status"] != "active" {
 		t.Fatalf("enable: %d %v", code, out)
 	}

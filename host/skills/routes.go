@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // Route is an HTTP endpoint of the skills API (the daemon maps it onto
@@ -36,7 +38,7 @@ func Routes(lib *Library, p *Provider) []Route {
 			if q := strings.TrimSpace(r.URL.Query().Get("q")); q != "" {
 				hits, err := lib.Search(r.Context(), SearchOptions{Texts: []string{q}, Limit: 100, All: true})
 				if err != nil {
-					writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
+					writeError(w, http.StatusInternalServerError, err.Error())
 					return
 				}
 				list = list[:0]
@@ -69,7 +71,7 @@ func Routes(lib *Library, p *Provider) []Route {
 			hits, err := lib.Search(r.Context(), o)
 			var semErr *SemanticError
 			if err != nil && !errors.As(err, &semErr) {
-				writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
+				writeError(w, http.StatusInternalServerError, err.Error())
 				return
 			}
 			out := []map[string]any{}
@@ -84,7 +86,7 @@ func Routes(lib *Library, p *Provider) []Route {
 			name := r.PathValue("name")
 			s, ok := lib.Get(name)
 			if !ok {
-				writeJSON(w, http.StatusNotFound, map[string]any{"error": "no skill named " + strings.TrimSpace(name)})
+				writeError(w, http.StatusNotFound, "no skill named "+strings.TrimSpace(name))
 				return
 			}
 			m := summary(s)
@@ -99,7 +101,7 @@ func Routes(lib *Library, p *Provider) []Route {
 		{Pattern: "GET /v1/skills/{name}/history", Handler: func(w http.ResponseWriter, r *http.Request) {
 			hist, err := lib.History(r.Context(), r.PathValue("name"), 100, false)
 			if err != nil {
-				writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
+				writeError(w, http.StatusInternalServerError, err.Error())
 				return
 			}
 			if hist == nil {
@@ -109,7 +111,7 @@ func Routes(lib *Library, p *Provider) []Route {
 		}},
 		{Pattern: "POST /v1/skills/{name}/{action}", Handler: func(w http.ResponseWriter, r *http.Request) {
 			if why := crossSite(r); why != "" {
-				writeJSON(w, http.StatusForbidden, map[string]any{"error": why})
+				writeError(w, http.StatusForbidden, why)
 				return
 			}
 			name, action := r.PathValue("name"), r.PathValue("action")
@@ -129,14 +131,14 @@ func Routes(lib *Library, p *Provider) []Route {
 			case "disable":
 				_, err = lib.SetStatus(r.Context(), name, StatusDisabled, ev)
 			default:
-				writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown action " + action + " (approve, reject, enable, disable)"})
+				writeError(w, http.StatusNotFound, "unknown action "+action+" (approve, reject, enable, disable)")
 				return
 			}
 			switch {
 			case errors.Is(err, ErrNotFound):
-				writeJSON(w, http.StatusNotFound, map[string]any{"error": err.Error()})
+				writeError(w, http.StatusNotFound, err.Error())
 			case err != nil:
-				writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
+				writeError(w, http.StatusConflict, err.Error())
 			default:
 				out := map[string]any{"ok": true}
 				if s, ok := lib.Get(name); ok {
@@ -174,6 +176,14 @@ func summary(s *Skill) map[string]any {
 		"agents": s.Agents, "status": s.Status, "generation": s.Generation, "source": s.Source,
 		"has_proposal": s.HasProposal, "updated": s.Updated,
 	}
+}
+
+// writeError answers with the error object of every other route (OpenAI's
+// shape: {"error":{"message","type",…}}), so one client handles them all.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(wire.ErrorBody(wire.OpenAI, status, msg))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
