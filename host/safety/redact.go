@@ -35,6 +35,7 @@ type redactRule struct {
 	// valid, when set, must accept the secret (rules that have no separator
 	// to go by only take values that look like secrets).
 	valid func(string) bool
+	ids   []int // hintIDs of hints
 }
 
 // pwWords name a password; "pw" and "pwd" as people type them.
@@ -171,9 +172,10 @@ func RedactCollect(text string) (string, []string) {
 	}
 	var found []string
 	idx := &hintIndex{}
-	for _, r := range redactRules {
+	for i := range redactRules {
+		r := &redactRules[i]
 		idx.reset(text)
-		if !idx.any(r.hints) {
+		if !idx.any(r) {
 			continue
 		}
 		repl := RedactedPrefix + r.kind + "]"
@@ -209,11 +211,11 @@ func ScrubValues(text string, values []string) string {
 
 // windowed applies the rule to the windows around the hints of text that
 // pass its near check.
-func (r redactRule) windowed(text string, idx *hintIndex, repl string, found *[]string) string {
+func (r *redactRule) windowed(text string, idx *hintIndex, repl string, found *[]string) string {
 	lower := idx.lower
 	var spans [][2]int
-	for _, h := range r.hints {
-		for _, i := range idx.positions(h) {
+	for k, h := range r.hints {
+		for _, i := range idx.positions(r.ids[k], h) {
 			j := i + len(h)
 			if !r.near(text, lower, i, j) {
 				continue
@@ -263,7 +265,7 @@ func (r redactRule) windowed(text string, idx *hintIndex, repl string, found *[]
 }
 
 // replaceAll replaces the rule's secret group in every match of text.
-func (r redactRule) replaceAll(text, repl string, found *[]string) string {
+func (r *redactRule) replaceAll(text, repl string, found *[]string) string {
 	var b strings.Builder
 	last := 0
 	for _, loc := range r.re.FindAllStringSubmatchIndex(text, -1) {
@@ -292,23 +294,44 @@ func isSpaceByte(c byte) bool {
 // rules (only when one found a secret).
 type hintIndex struct {
 	text, lower string
-	pos         map[string][]int
+	pos         [][]int // by hintID
+	done        []bool
 }
 
+// hintIDs numbers every distinct hint of every rule; each rule's ids are
+// filled in once (redactRule.ids).
+var hintIDs = func() map[string]int {
+	ids := map[string]int{}
+	for i := range redactRules {
+		r := &redactRules[i]
+		for _, h := range r.hints {
+			if _, ok := ids[h]; !ok {
+				ids[h] = len(ids)
+			}
+			r.ids = append(r.ids, ids[h])
+		}
+	}
+	return ids
+}()
+
 func (x *hintIndex) reset(text string) {
-	if x.pos != nil && text == x.text {
+	if x.done != nil && text == x.text {
 		return
 	}
 	x.text, x.lower = text, strings.ToLower(text)
-	x.pos = map[string][]int{}
+	if x.done == nil {
+		x.pos, x.done = make([][]int, len(hintIDs)), make([]bool, len(hintIDs))
+		return
+	}
+	clear(x.done)
 }
 
-// positions lists where h occurs in the lower-cased text.
-func (x *hintIndex) positions(h string) []int {
-	if p, ok := x.pos[h]; ok {
-		return p
+// positions lists where hint h (hintIDs[h] == id) occurs in the lower-cased text.
+func (x *hintIndex) positions(id int, h string) []int {
+	if x.done[id] {
+		return x.pos[id]
 	}
-	var p []int
+	p := x.pos[id][:0]
 	for from := 0; ; {
 		i := strings.Index(x.lower[from:], h)
 		if i < 0 {
@@ -317,16 +340,16 @@ func (x *hintIndex) positions(h string) []int {
 		p = append(p, from+i)
 		from += i + len(h)
 	}
-	x.pos[h] = p
+	x.pos[id], x.done[id] = p, true
 	return p
 }
 
-func (x *hintIndex) any(hints []string) bool {
-	if len(hints) == 0 {
+func (x *hintIndex) any(r *redactRule) bool {
+	if len(r.hints) == 0 {
 		return true
 	}
-	for _, h := range hints {
-		if len(x.positions(h)) > 0 {
+	for i, h := range r.hints {
+		if len(x.positions(r.ids[i], h)) > 0 {
 			return true
 		}
 	}

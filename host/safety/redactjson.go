@@ -24,8 +24,9 @@ func RedactJSON(raw []byte) ([]byte, []string) {
 		return []byte(out), found
 	}
 	type str struct {
-		start, end int // the token, quotes included
-		val        string
+		start, end int    // the token, quotes included
+		red        string // its redacted value, when changed
+		changed    bool
 	}
 	var strs []str
 	var found []string
@@ -37,21 +38,15 @@ func RedactJSON(raw []byte) ([]byte, []string) {
 		if j > len(raw) {
 			break // unterminated: the rest is not a string token
 		}
-		tok := raw[i:j]
 		if k := skipSpace(raw, j); k < len(raw) && raw[k] == ':' {
 			i = j - 1 // an object key: names, not secrets
 			continue
 		}
-		var v string
-		if bytes.IndexByte(tok, '\\') < 0 {
-			v = string(tok[1 : len(tok)-1])
-		} else if json.Unmarshal(tok, &v) != nil {
-			i = j - 1
-			continue
+		red, changed, f, ok := redactToken(raw[i:j])
+		if ok {
+			found = append(found, f...)
+			strs = append(strs, str{i, j, red, changed})
 		}
-		red, f := redactCached(v)
-		found = append(found, f...)
-		strs = append(strs, str{i, j, red})
 		i = j - 1
 	}
 	if len(found) == 0 {
@@ -60,17 +55,19 @@ func RedactJSON(raw []byte) ([]byte, []string) {
 	out := make([]byte, 0, len(raw))
 	last := 0
 	for _, s := range strs {
-		v := ScrubValues(s.val, found)
-		if tok := raw[s.start:s.end]; len(v) == len(tok)-2 && string(tok[1:len(tok)-1]) == v {
-			continue // untouched and unescaped: keep the original bytes
+		v := s.red
+		if !s.changed {
+			var ok bool
+			if v, ok = decodeToken(raw[s.start:s.end]); !ok {
+				continue
+			}
 		}
-		enc, err := json.Marshal(v)
+		scrubbed := ScrubValues(v, found)
+		if !s.changed && scrubbed == v {
+			continue // keep the original bytes
+		}
+		enc, err := json.Marshal(scrubbed)
 		if err != nil {
-			continue
-		}
-		orig := raw[s.start:s.end]
-		var was string
-		if json.Unmarshal(orig, &was) == nil && was == v {
 			continue
 		}
 		out = append(out, raw[last:s.start]...)
@@ -119,32 +116,47 @@ var (
 	cache   = map[uint64]cached{}
 )
 
-func redactCached(v string) (string, []string) {
-	if len(v) < cacheMinLen {
-		return RedactCollect(v)
+// decodeToken is the value of a JSON string token.
+func decodeToken(tok []byte) (string, bool) {
+	if bytes.IndexByte(tok, '\\') < 0 {
+		return string(tok[1 : len(tok)-1]), true
 	}
-	key := xxhash.Sum64String(v) ^ uint64(len(v))<<1
-	cacheMu.Lock()
-	c, ok := cache[key]
-	cacheMu.Unlock()
-	if ok {
-		if c.redacted == "" {
-			return v, nil
+	var v string
+	return v, json.Unmarshal(tok, &v) == nil
+}
+
+// redactToken redacts one string token; long ones are remembered by the
+// hash of their bytes, so a repeated one is not even decoded again.
+func redactToken(tok []byte) (red string, changed bool, found []string, ok bool) {
+	var key uint64
+	if len(tok) >= cacheMinLen {
+		key = xxhash.Sum64(tok) ^ uint64(len(tok))<<1
+		cacheMu.Lock()
+		c, hit := cache[key]
+		cacheMu.Unlock()
+		if hit {
+			return c.redacted, c.redacted != "", c.found, true
 		}
-		return c.redacted, c.found
 	}
-	red, found := RedactCollect(v)
-	c = cached{found: found}
-	if red != v {
-		c.redacted = red
+	v, ok := decodeToken(tok)
+	if !ok {
+		return "", false, nil, false
 	}
-	cacheMu.Lock()
-	if len(cache) >= cacheEntries {
-		clear(cache) // bounded; the next turns refill it
+	red, found = RedactCollect(v)
+	changed = red != v
+	if len(tok) >= cacheMinLen {
+		c := cached{found: found}
+		if changed {
+			c.redacted = red
+		}
+		cacheMu.Lock()
+		if len(cache) >= cacheEntries {
+			clear(cache) // bounded; the next turns refill it
+		}
+		cache[key] = c
+		cacheMu.Unlock()
 	}
-	cache[key] = c
-	cacheMu.Unlock()
-	return red, found
+	return red, changed, found, true
 }
 
 // resetCache empties the cache (benchmarks of the cold path).
