@@ -210,7 +210,8 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 		case isTimeout(err):
 			s.fail(w, t, http.StatusGatewayTimeout, "upstream timed out while sending its answer")
 		default:
-			s.fail(w, t, http.StatusBadGateway, "upstream answer was cut off: "+err.Error())
+			s.o.Log.Warn().Str("error", s.scrubKeys(t, err.Error())).Msg("upstream answer cut off")
+			s.fail(w, t, http.StatusBadGateway, "upstream answer was cut off: "+netCause(err))
 		}
 		return
 	}
@@ -363,8 +364,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 		t.rec.Status, t.rec.Error = http.StatusGatewayTimeout, "upstream stream went silent"
 		s.writeStreamError(cw, t.clientAPI, http.StatusGatewayTimeout, fmt.Sprintf("upstream sent nothing for %s (llm.timeout_seconds)", s.o.UpstreamTimeout))
 	case readErr != nil:
-		t.rec.Status, t.rec.Error = http.StatusBadGateway, "upstream stream broke: "+readErr.Error()
-		s.writeStreamError(cw, t.clientAPI, http.StatusBadGateway, "upstream stream broke: "+readErr.Error())
+		s.o.Log.Warn().Str("error", s.scrubKeys(t, readErr.Error())).Msg("upstream stream broke")
+		t.rec.Status, t.rec.Error = http.StatusBadGateway, "upstream stream broke: "+netCause(readErr)
+		s.writeStreamError(cw, t.clientAPI, http.StatusBadGateway, t.rec.Error)
 	default:
 		// Upstream ended without its terminal event (incomplete.go).
 		s.endWithoutTerminal(w, t, tr, acc, write)

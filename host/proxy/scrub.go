@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 
@@ -105,6 +106,11 @@ func netCause(err error) string {
 		return "TLS handshake with the upstream failed"
 	case strings.Contains(err.Error(), "EOF"):
 		return "the upstream closed the connection"
+	}
+	var op *net.OpError
+	var ue *url.Error
+	if msg := err.Error(); !errors.As(err, &op) && !errors.As(err, &ue) && !strings.Contains(msg, "://") && !strings.Contains(msg, "tcp") {
+		return msg // not about a connection (a line too long, bad data): no address in it
 	}
 	return "network error"
 }
