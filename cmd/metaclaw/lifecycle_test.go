@@ -76,9 +76,10 @@ func newCLI(t *testing.T, env ...string) *cli {
 
 func (c *cli) run(args ...string) (string, int) {
 	c.t.Helper()
+	bin := binary(c.t) // built before the clock starts: a first build on a busy machine takes long
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(c.t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = c.env
 	out, err := cmd.CombinedOutput()
 	code := 0
