@@ -369,7 +369,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 		s.writeStreamError(cw, t.clientAPI, http.StatusBadGateway, t.rec.Error)
 	default:
 		// Upstream ended without its terminal event (incomplete.go).
-		s.endWithoutTerminal(w, t, tr, acc, write)
+		s.endWithoutTerminal(cw, t, tr, acc, write)
 	}
 	_ = cw.Flush()
 	if !t.observed {

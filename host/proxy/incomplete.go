@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/metaclaw-go/metaclaw/host/wire"
@@ -21,7 +22,7 @@ const incompleteStreamMsg = "upstream stream ended before its final event (no [D
 // endWithoutTerminal finishes a stream whose upstream reached EOF without a
 // terminal event; write is relayStream's writer (it records the turn on a
 // terminal event).
-func (s *Server) endWithoutTerminal(w http.ResponseWriter, t *turn, tr wire.StreamTranslator, acc wire.Accumulator, write func(wire.Event) bool) {
+func (s *Server) endWithoutTerminal(w io.Writer, t *turn, tr wire.StreamTranslator, acc wire.Accumulator, write func(wire.Event) bool) {
 	if acc.Summary().StopReason != "" {
 		switch {
 		case tr != nil:
