@@ -137,13 +137,18 @@ type hostOpts struct {
 	upstream wire.API
 	config   func(*config.Config)
 	runtime  func(*rlruntime.Options)
-	noWait   bool // do not wait for the policy to serve
+	noWait   bool        // do not wait for the policy to serve
+	model    *toy.Config // the fake's model; default rltest.ToyModel()
 }
 
 func startRL(t *testing.T, o hostOpts) *rlHost {
 	t.Helper()
 	h := &rlHost{codec: rltest.Codec(t), judge: rltest.NewJudge(t)}
-	h.tinker = newTinkerTap(t, h.codec)
+	var models []toy.Config
+	if o.model != nil {
+		models = append(models, *o.model)
+	}
+	h.tinker = newTinkerTap(t, h.codec, models...)
 	cfg := config.Default(t.TempDir())
 	cfg.Mode = "rl"
 	cfg.LLM.APIBase = "http://llm.invalid/v1" // the proxy's own upstream is the fake below

@@ -82,6 +82,7 @@ type Runtime struct {
 	scorer  *score.Scorer
 
 	judgeName, teacherName, tokenizerDir, kind, model string
+	fallback                                          bool
 
 	mu      sync.Mutex
 	state   string
@@ -129,19 +130,25 @@ func Start(ctx context.Context, o Options) *Runtime {
 		rt.setState(StateError, err.Error())
 		return rt
 	}
+	rt.fallback = cfg.RL.FallbackToLLM && cfg.UpstreamConfigured()
 	rt.resp, err = serve.New(serve.Options{
 		Codec: codec, Current: &rt.current, Samples: rt.samples, BaseModel: rt.model,
 		Defaults:   serve.Defaults{MaxTokens: cfg.RL.SampleMaxTokens, Temperature: cfg.RL.SampleTemperature, TopP: cfg.RL.SampleTopP, TopK: cfg.RL.SampleTopK},
 		Generation: func(ctx context.Context) (int64, error) { return skills.LibraryGeneration(ctx, o.Store.Reader()) },
 		NeedJudge:  rt.judgeName != "", NeedTeacher: rt.teacherName != "",
-		Fallback: cfg.RL.FallbackToLLM && cfg.UpstreamConfigured(),
+		Fallback: rt.fallback,
 		Added:    rt.scorer.Wake, Log: rt.log,
+		NotReady: func() string {
+			rt.mu.Lock()
+			defer rt.mu.Unlock()
+			return "the policy model is not ready: " + rt.reason
+		},
 	})
 	if err != nil {
 		rt.setState(StateError, err.Error())
 		return rt
 	}
-	rt.setState(StateConnecting, fmt.Sprintf("connecting to %s; main turns go to llm.* until the policy model is ready", rt.kind))
+	rt.setState(StateConnecting, fmt.Sprintf("connecting to %s; %s", rt.kind, rt.meanwhile()))
 	rt.wg.Add(1)
 	go func() {
 		defer rt.wg.Done()
@@ -284,8 +291,8 @@ func (rt *Runtime) connect(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		rt.log.Warn().Err(err).Int("attempt", attempt).Dur("retry_in", wait).Msg("RL backend not ready; main turns go to llm.*")
-		rt.setState(StateConnecting, fmt.Sprintf("%s not ready (attempt %d, next in %s): %v; main turns go to llm.* meanwhile", rt.kind, attempt, wait, err))
+		rt.log.Warn().Err(err).Int("attempt", attempt).Dur("retry_in", wait).Msg("RL backend not ready")
+		rt.setState(StateConnecting, fmt.Sprintf("%s not ready (attempt %d, next in %s): %v; %s", rt.kind, attempt, wait, err, rt.meanwhile()))
 		select {
 		case <-ctx.Done():
 			return
@@ -320,6 +327,14 @@ func (rt *Runtime) connectOnce(ctx context.Context, open func(context.Context, *
 	rt.setState(StateServing, fmt.Sprintf("the policy model (%s on %s) answers main turns", rt.model, b.Name()))
 	rt.log.Info().Str("backend", b.Name()).Str("model", rt.model).Str("sampler", s.ID()).Msg("RL serving: main turns answered by the policy model")
 	return nil
+}
+
+// meanwhile says what happens to main turns while the policy cannot answer.
+func (rt *Runtime) meanwhile() string {
+	if rt.fallback {
+		return "main turns go to llm.* until the policy model is ready"
+	}
+	return "main turns are refused until the policy model is ready (rl.fallback_to_llm is false, or llm.* is not configured)"
 }
 
 // baseSampler samples the base model: an untrained LoRA answers as its base.

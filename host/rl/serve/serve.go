@@ -60,6 +60,8 @@ type Options struct {
 	Fallback bool
 	// Added is called after each sample is stored (wakes the scorer).
 	Added func()
+	// NotReady says why there is no sampler yet (the backend's state).
+	NotReady func() string
 	Log   zerolog.Logger
 }
 
@@ -133,7 +135,11 @@ func (r *Responder) noteError(msg string) {
 func (r *Responder) Respond(ctx context.Context, mt proxy.MainTurn) (*http.Response, error) {
 	v := r.o.Current.Load()
 	if v == nil {
-		return nil, proxy.ErrForward
+		why := "the policy model is not ready yet"
+		if r.o.NotReady != nil {
+			why = r.o.NotReady()
+		}
+		return r.fail(mt.API, http.StatusServiceUnavailable, errors.New(why))
 	}
 	t, status, err := r.prepare(ctx, mt)
 	if err != nil {
