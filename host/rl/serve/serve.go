@@ -62,7 +62,7 @@ type Options struct {
 	Added func()
 	// NotReady says why there is no sampler yet (the backend's state).
 	NotReady func() string
-	Log   zerolog.Logger
+	Log      zerolog.Logger
 }
 
 // Responder answers main turns from the policy model.
