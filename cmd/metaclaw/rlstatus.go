@@ -31,8 +31,8 @@ func printRL(w io.Writer, rl daemon.RLState) {
 				mean += fmt.Sprintf(" (%+.2f recent)", *c.MeanRewardRecent)
 			}
 		}
-		fmt.Fprintf(w, "            samples %d pending (%d awaiting the next turn), %d scored, %d trained, %d dropped; %s\n",
-			c.Pending+c.Claimed, c.AwaitingNextTurn, c.Scored, c.Trained, c.Dropped, mean)
+		fmt.Fprintf(w, "            samples %d pending (%d awaiting the next turn), %d scored, %d in training, %d trained, %d dropped; %s\n",
+			c.Pending, c.AwaitingNextTurn, c.Scored, c.Claimed, c.Trained, c.Dropped, mean)
 		if c.Retrying > 0 {
 			fmt.Fprintf(w, "            scoring delayed for %d samples: %s\n", c.Retrying, c.LastError)
 		}
