@@ -46,7 +46,7 @@ type tinkerTap struct {
 	calls   []sampled
 }
 
-func newTinkerTap(t *testing.T, codec *prompt.Codec, models ...toy.Config) *tinkerTap {
+func newTinkerTap(t testing.TB, codec *prompt.Codec, models ...toy.Config) *tinkerTap {
 	t.Helper()
 	if len(models) == 0 {
 		models = []toy.Config{rltest.ToyModel()}
@@ -141,7 +141,7 @@ type hostOpts struct {
 	model    *toy.Config // the fake's model; default rltest.ToyModel()
 }
 
-func startRL(t *testing.T, o hostOpts) *rlHost {
+func startRL(t testing.TB, o hostOpts) *rlHost {
 	t.Helper()
 	h := &rlHost{codec: rltest.Codec(t), judge: rltest.NewJudge(t)}
 	var models []toy.Config
