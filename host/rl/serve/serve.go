@@ -198,7 +198,9 @@ func (r *Responder) prepare(ctx context.Context, mt proxy.MainTurn) (*turn, int,
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}
-	pr, err := r.o.Codec.EncodeChat(conv, chattemplate.Options{AddGenerationPrompt: true, EnableThinking: p.thinking})
+	// Markers typed into system, user or tool text (a pasted page, a tool
+	// result) stay characters: they cannot open a turn of their own.
+	pr, err := r.o.Codec.EncodeChatLiteral(conv, chattemplate.Options{AddGenerationPrompt: true, EnableThinking: p.thinking})
 	if err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("the policy model's chat template cannot render this conversation: %w", err)
 	}
