@@ -34,6 +34,7 @@ type sampled struct {
 	Prompt   []int32
 	Tokens   []int32
 	Logprobs []float32
+	TopK     int
 }
 
 // tinkerTap runs the fake Tinker and records every sampling call's prompt
@@ -43,6 +44,7 @@ type tinkerTap struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
 	prompts map[string][]int32 // by request id
+	topK    map[string]int
 	calls   []sampled
 }
 
@@ -51,7 +53,7 @@ func newTinkerTap(t testing.TB, codec *prompt.Codec, models ...toy.Config) *tink
 	if len(models) == 0 {
 		models = []toy.Config{rltest.ToyModel()}
 	}
-	tap := &tinkerTap{prompts: map[string][]int32{}}
+	tap := &tinkerTap{prompts: map[string][]int32{}, topK: map[string]int{}}
 	tap.fake = faketinker.New(faketinker.Options{Models: models, Script: rltest.Script(codec), LongPoll: 20 * time.Millisecond})
 	tap.srv = httptest.NewServer(http.HandlerFunc(tap.serve))
 	t.Cleanup(func() {
@@ -75,6 +77,9 @@ func (tap *tinkerTap) serve(w http.ResponseWriter, r *http.Request) {
 					Tokens []int32 `json:"tokens"`
 				} `json:"chunks"`
 			} `json:"prompt"`
+			SamplingParams struct {
+				TopK int `json:"top_k"`
+			} `json:"sampling_params"`
 		}
 		var ref struct {
 			RequestID string `json:"request_id"`
@@ -86,6 +91,7 @@ func (tap *tinkerTap) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			tap.mu.Lock()
 			tap.prompts[ref.RequestID] = p
+			tap.topK[ref.RequestID] = req.SamplingParams.TopK
 			tap.mu.Unlock()
 		}
 	case "/api/v1/retrieve_future":
@@ -103,7 +109,7 @@ func (tap *tinkerTap) serve(w http.ResponseWriter, r *http.Request) {
 			tap.mu.Lock()
 			if p, ok := tap.prompts[req.RequestID]; ok {
 				delete(tap.prompts, req.RequestID)
-				tap.calls = append(tap.calls, sampled{Prompt: p, Tokens: res.Sequences[0].Tokens, Logprobs: res.Sequences[0].Logprobs})
+				tap.calls = append(tap.calls, sampled{Prompt: p, Tokens: res.Sequences[0].Tokens, Logprobs: res.Sequences[0].Logprobs, TopK: tap.topK[req.RequestID]})
 			}
 			tap.mu.Unlock()
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
 	"github.com/metaclaw-go/metaclaw/host/subplugin/sdk"
+	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker"
 	"github.com/metaclaw-go/metaclaw/internal/rltest"
 )
@@ -338,4 +341,54 @@ func toInts(v []int32) []int {
 		out[i] = int(x)
 	}
 	return out
+}
+
+// TestAnthropicUpstreamFormat: with llm.api anthropic the responder speaks
+// Anthropic to the proxy (which translates for OpenAI clients); thinking and
+// top_k reach the policy.
+func TestAnthropicUpstreamFormat(t *testing.T) {
+	h := startRL(t, hostOpts{upstream: wire.Anthropic})
+	ctx := context.Background()
+	// An OpenAI client, streamed, through the Anthropic-shaped answer.
+	st := newClient(h, "up-ant").Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "m",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("USE-TOOL")}, Tools: []openai.ChatCompletionToolUnionParam{readTool}})
+	var acc openai.ChatCompletionAccumulator
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(acc.Choices) == 0 || len(acc.Choices[0].Message.ToolCalls) != 1 || acc.Choices[0].Message.ToolCalls[0].Function.Name != "read" {
+		t.Fatalf("openai client: %+v", acc.Choices)
+	}
+	// An Anthropic client asking for thinking and top_k: its body reaches
+	// the responder untranslated.
+	ac := anthropic.NewClient(aoption.WithBaseURL(h.URL), aoption.WithAPIKey("k"), aoption.WithMaxRetries(0), aoption.WithHeader("X-Session-Id", "up-ant2"))
+	m, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude", MaxTokens: 64,
+		Thinking: anthropic.ThinkingConfigParamUnion{OfDisabled: &anthropic.ThinkingConfigDisabledParam{}},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello"))}}, aoption.WithJSONSet("top_k", 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Model != rltest.Model {
+		t.Fatalf("anthropic client: %+v", m)
+	}
+	if n := len(h.Upstream.Requests()); n != 0 {
+		t.Fatalf("llm.* received %d requests", n)
+	}
+	got := h.samples(t, "up-ant2")
+	// enable_thinking false: Qwen3's template closes an empty think block in the prompt.
+	text := h.codec.Tokenizer.Decode(toInts(got[0].Prompt))
+	if !strings.HasSuffix(text, "<|im_start|>assistant\n<think>\n\n</think>\n\n") {
+		t.Fatalf("thinking off did not reach the template: %q", text[max(0, len(text)-60):])
+	}
+	checkExact(t, h, append(h.samples(t, "up-ant"), got...))
+	calls := h.tinker.sampled()
+	if k := calls[len(calls)-1].TopK; k != 5 {
+		t.Fatalf("top_k %d reached the sampler, want 5", k)
+	}
+	if k := calls[0].TopK; k != 50 {
+		t.Fatalf("default top_k %d, want rl.sample_top_k 50", k)
+	}
 }
