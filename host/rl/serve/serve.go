@@ -265,6 +265,7 @@ func (r *Responder) fail(api wire.API, status int, err error) (*http.Response, e
 // record stores the sample before the answer's end can reach the client. A
 // store failure is logged and counted: serving goes on.
 func (r *Responder) record(ctx context.Context, mt proxy.MainTurn, v *backend.Version, t *turn, a *answer) {
+	ctx = context.WithoutCancel(ctx) // the answer exists: its sample is kept even if the client leaves now
 	r.served.Add(1)
 	var gen int64
 	if r.o.Generation != nil {
@@ -282,7 +283,7 @@ func (r *Responder) record(ctx context.Context, mt proxy.MainTurn, v *backend.Ve
 	for i, c := range a.msg.ToolCalls {
 		calls[i].Name, calls[i].Arguments = c.Name, c.Arguments
 	}
-	id, err := r.o.Samples.Add(context.WithoutCancel(ctx), samples.NewSample{
+	id, err := r.o.Samples.Add(ctx, samples.NewSample{
 		SessionID: mt.Session, Agent: mt.Agent, BaseModel: r.o.BaseModel, Sampler: sampler, SamplerStep: v.Step, SkillGeneration: gen,
 		Prompt: t.req.Prompt, Completion: a.tokens, Logprobs: a.logprobs, StopReason: a.stopReason,
 		Instruction: instruction(t.conv), Response: judgeText(a.msg.Content, calls), LastMessage: lastMessage(t.conv),
