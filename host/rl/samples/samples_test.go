@@ -15,13 +15,44 @@ import (
 )
 
 func newStore(t *testing.T) *samples.Store {
+	s, _ := newStoreWithDB(t)
+	return s
+}
+
+func newStoreWithDB(t *testing.T) (*samples.Store, *store.SQLite) {
 	t.Helper()
 	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), store.DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return samples.New(st.Writer(), st.Reader())
+	return samples.New(st.Writer(), st.Reader()), st
+}
+
+// TestRetentionKeepsSamples: store.retain_days prunes turns and sessions,
+// never training data.
+func TestRetentionKeepsSamples(t *testing.T) {
+	s, st := newStoreWithDB(t)
+	ctx := context.Background()
+	turn := &store.Turn{SessionID: "old", Agent: "default", TurnType: "main", ClientAPI: "openai", UpstreamAPI: "openai", RequestJSON: "{}", Status: 200, CreatedAt: time.Now().Add(-48 * time.Hour)}
+	if err := st.RecordTurns(ctx, []*store.Turn{turn}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EndSession(ctx, "old", "client", time.Now().Add(-47*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	smp := add(t, s, sample("old", 1, true, false))
+	if err := s.LinkTurn(ctx, smp.ID, turn.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := st.Prune(ctx, store.PruneOptions{Before: time.Now()})
+	if err != nil || rep.Turns != 1 {
+		t.Fatalf("prune %+v, %v", rep, err)
+	}
+	got, err := s.Get(ctx, smp.ID)
+	if err != nil || !slices.Equal(got.Completion, smp.Completion) || got.TurnID != turn.ID {
+		t.Fatalf("the sample did not survive retention: %+v, %v", got, err)
+	}
 }
 
 func sample(session string, gen int64, judge, teacher bool) samples.NewSample {
