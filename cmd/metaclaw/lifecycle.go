@@ -212,6 +212,7 @@ func printStatus(w interface{ Write([]byte) (int, error) }, st daemon.Status) {
 		fmt.Fprintf(w, "  llm       %s: %d calls (%d failed), %d in / %d out tokens\n", purpose, u.Calls, u.Failed, u.InputTokens, u.OutputTokens)
 	}
 	fmt.Fprintf(w, "  rl        %s: %s\n", st.RL.State, st.RL.Reason)
+	printRL(w, st.RL)
 	if st.Scheduler != nil {
 		printScheduler(w, "  ", *st.Scheduler)
 	}

@@ -175,6 +175,7 @@ func TestLoadErrors(t *testing.T) {
 		{"plugin backend without plugin", "rl:\n  backend: plugin\n", "", []string{"config.yaml:2", "`rl.backend`", "`plugins.trainer` is empty", "config set plugins.trainer"}},
 		{"weaver without ppo", "rl:\n  backend: weaver\n  loss_fn: ppo\n", "", []string{"config.yaml:3", "`rl.loss_fn`", "Weaver", "importance_sampling"}},
 		{"bad advantage", "rl:\n  advantage: median\n", "", []string{"`rl.advantage`", "grpo, batch, raw"}},
+		{"opd without teacher", "opd:\n  enabled: true\n", "", []string{"config.yaml:2", "`opd.enabled`", "teacher is not set", "opd.teacher_url", "opd.teacher_model"}},
 		{"tokenizer dir missing", "rl:\n  tokenizer_path: /nonexistent/tok\n", "", []string{"config.yaml:2", "`rl.tokenizer_path`", "does not exist", "metaclaw rl fetch-tokenizer --dir /nonexistent/tok"}},
 		{"tokenizer dir without files", "rl:\n  tokenizer_path: .\n", "", []string{"`rl.tokenizer_path`", "has no tokenizer.json", "metaclaw rl fetch-tokenizer --dir"}},
 		{"bad HH:MM", "scheduler:\n  sleep_start: \"25:00\"\n", "", []string{"config.yaml:2", "`scheduler.sleep_start`", "HH:MM"}},

@@ -178,6 +178,11 @@ type RL struct {
 	EvolverAPIKey       string  `yaml:"evolver_api_key" secret:"1" sameas:"skills.evolver.api_key" desc:"Python name of skills.evolver.api_key."`
 	EvolverModel        string  `yaml:"evolver_model" sameas:"skills.evolver.model" desc:"Python name of skills.evolver.model."`
 	EvolverProvider     string  `yaml:"evolver_provider" default:"openai" enum:"openai,bedrock" status:"compat" desc:"Python: evolver client (bedrock is not supported)."`
+	SampleMaxTokens     int     `yaml:"sample_max_tokens" default:"2048" min:"1" desc:"RL serving: the answer's token budget when the client gives no max_tokens (always capped by the policy model's context window)."`
+	SampleTemperature   float64 `yaml:"sample_temperature" default:"0.7" min:"0" max:"2" desc:"RL serving: sampling temperature when the client gives none."`
+	SampleTopP          float64 `yaml:"sample_top_p" default:"0.95" min:"0" max:"1" desc:"RL serving: nucleus sampling (top_p) when the client gives none; 0 or 1 = off."`
+	SampleTopK          int     `yaml:"sample_top_k" default:"50" min:"0" desc:"RL serving: top-k sampling when the client gives none; 0 = off."`
+	FallbackToLLM       bool    `yaml:"fallback_to_llm" default:"true" desc:"RL serving: when the policy model cannot answer a main turn (backend not connected yet or down, a prompt its chat template cannot render or its context cannot hold), llm.* answers it instead (not sampled, counted in status); false = the client gets the error."`
 	TokenizerPath       string  `yaml:"tokenizer_path" check:"path" desc:"Directory with the policy model's tokenizer.json and tokenizer_config.json (its chat template), used to encode prompts and decode samples in Go; empty = the cache written by metaclaw rl fetch-tokenizer (~/.cache/metaclaw/tokenizers/qwen3)."`
 	ManualTrainTrigger  bool    `yaml:"manual_train_trigger" default:"false" desc:"Train only when asked (metaclaw train step), never automatically."`
 }

@@ -93,6 +93,9 @@ func (c *Config) Validate() error {
 	if c.RL.Backend == "weaver" && (c.RL.LossFn == "ppo" || c.RL.LossFn == "cispo") {
 		errs.add(c.fieldErr("rl.loss_fn", fmt.Sprintf("is %s, which Weaver does not offer. Fix: `metaclaw config set rl.loss_fn importance_sampling` (or truncated_importance_sampling)", c.RL.LossFn)))
 	}
+	if c.OPD.Enabled && (strings.TrimSpace(c.OPD.TeacherURL) == "" || strings.TrimSpace(c.OPD.TeacherModel) == "") {
+		errs.add(c.fieldErr("opd.enabled", "is true, but the teacher is not set. Fix: `metaclaw config set opd.teacher_url <OpenAI-compatible base URL>` and `metaclaw config set opd.teacher_model <model>` (a model with the policy's tokenizer), or `metaclaw config set opd.enabled false`"))
+	}
 	if msg := tokenizerDirProblem(c.RL.TokenizerPath); msg != "" {
 		errs.add(c.fieldErr("rl.tokenizer_path", msg))
 	}

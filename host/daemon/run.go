@@ -20,6 +20,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/dashboard"
 	"github.com/metaclaw-go/metaclaw/host/logging"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
+	rlruntime "github.com/metaclaw-go/metaclaw/host/rl/runtime"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
@@ -106,6 +107,8 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	})
 	routes, learning := setupLearning(ctx, cfg, st, c, log)
 	defer learning.Close()
+	rl := rlruntime.Start(ctx, rlruntime.Options{Config: cfg, Store: st, Core: c, Log: log})
+	defer rl.Close() // after the core: scoring stops, the backend session ends
 	if o.Hooks != nil {
 		o.Hooks(c)
 	}
@@ -120,6 +123,9 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 		s := BuildStatus(ctx, cfg, c, info)
 		ss := sched.status(ctx)
 		s.Scheduler = &ss
+		if rlruntime.Active(cfg) {
+			s.RL = rl.Status(ctx)
+		}
 		return s
 	}
 	popts.Routes = append(routes, dashboard.Routes(st, c)...)
@@ -129,6 +135,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	rpcStop := make(chan struct{}, 1)
 	rpcSrv := newRPCServer(cfg.Home, c, log, popts.Status, rpcStop, sched.touch)
 	popts.ResolveTrace = rpcSrv.ResolveTrace
+	popts.MainTurns = rl.Responder()
 	px, err := proxy.New(popts)
 	if err != nil {
 		c.Close()

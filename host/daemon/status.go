@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	rlruntime "github.com/metaclaw-go/metaclaw/host/rl/runtime"
 	"github.com/metaclaw-go/metaclaw/host/scheduler"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
@@ -75,11 +76,9 @@ type Jobs struct {
 	Failed  int `json:"failed"`
 }
 
-// RLState says whether training can happen.
-type RLState struct {
-	State  string `json:"state"` // off | inactive
-	Reason string `json:"reason"`
-}
+// RLState is RL's state: serving from the policy model, samples, rewards
+// (host/rl/runtime).
+type RLState = rlruntime.Status
 
 // BuildStatus gathers the running host's status.
 func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Info) Status {

@@ -61,7 +61,7 @@ func (s *Server) chat(api wire.API) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("X-Metaclaw-Session-Id", t.id.session)
-		if s.o.NotConfigured != "" {
+		if s.o.NotConfigured != "" && !(s.toResponder(t) && s.o.MainTurns.Serving()) {
 			writeError(w, api, http.StatusServiceUnavailable, s.o.NotConfigured)
 			return
 		}
@@ -151,7 +151,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body [
 	s.setUpstreamAuth(req, r)
 	t.sentKey = sentKey(req)
 
-	resp, err := s.client.Do(req)
+	resp, err := s.send(t, req, body)
 	if err != nil {
 		switch {
 		case r.Context().Err() != nil:

@@ -83,6 +83,9 @@ type Options struct {
 	// carries a traceparent, so the hook side also learns the turn went
 	// through the proxy.
 	ResolveTrace func(traceID string) (agent, session, turnType string, ok bool)
+	// MainTurns, when set, answers main turns instead of the upstream (RL
+	// serving from the user's policy model); see MainTurnResponder.
+	MainTurns MainTurnResponder
 }
 
 // DefaultMaxAnswerBytes is proxy.max_answer_mb's default.

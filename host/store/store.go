@@ -40,6 +40,9 @@ type Turn struct {
 	WorkspaceID    string
 	MemoryScope    string
 	CreatedAt      time.Time
+	// SampleID is the RL sample the answer came from (0: none). It is not
+	// stored with the turn; turn listeners use it to link the two.
+	SampleID int64
 }
 
 // Session is a conversation: turns that belong together.

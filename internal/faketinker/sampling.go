@@ -186,7 +186,14 @@ func (s *Server) asample(r *http.Request, body []byte) (any, *httpError) {
 				h := fnvString(spl.id)
 				rng = rand.New(rand.NewPCG(h, uint64(seq+1)<<16|uint64(i)))
 			}
-			toks, lps, stop := spl.model.Sample(spl.w, prompt, p, rng)
+			var toks []int32
+			var lps []float32
+			var stop string
+			if script, ok := s.scripted(prompt); ok {
+				toks, lps, stop = spl.model.Force(spl.w, prompt, script, p)
+			} else {
+				toks, lps, stop = spl.model.Sample(spl.w, prompt, p, rng)
+			}
 			if toks == nil {
 				toks, lps = []int32{}, []float32{}
 			}
@@ -207,6 +214,14 @@ func (s *Server) asample(r *http.Request, body []byte) (any, *httpError) {
 	f := s.newFuture(w)
 	s.runAsync(w)
 	return futureRef{RequestID: f.id}, nil
+}
+
+// scripted asks Options.Script for a dictated completion.
+func (s *Server) scripted(prompt []int32) ([]int32, bool) {
+	if s.opts.Script == nil {
+		return nil, false
+	}
+	return s.opts.Script(prompt)
 }
 
 func fnvString(s string) uint64 {

@@ -52,6 +52,12 @@ type Options struct {
 	MaxBodyBytes int64
 	// Decode turns sampled ids into text for stop strings (see toy).
 	Decode func([]int32) string
+	// Script, when set, may dictate a completion: for a prompt it returns
+	// the tokens the sampler answers (ok), which are cut at max_tokens or a
+	// stop token and carry the model's log-probs of them; otherwise the
+	// model samples. Tests use it for answers a toy model cannot produce,
+	// such as a well-formed tool call.
+	Script func(prompt []int32) (tokens []int32, ok bool)
 }
 
 // DefaultModels are the base models a fake offers unless told otherwise.

@@ -69,3 +69,14 @@ type Sampler interface {
 type Stepper interface {
 	Step(ctx context.Context, req StepRequest) (*StepResult, error)
 }
+
+// StreamSampler is implemented by samplers that hand out tokens while they
+// generate (a local trainer, a streaming service). Serving then streams the
+// decoded answer as it is generated; other samplers answer at once.
+// SampleStream calls each with every new run of tokens and their log-probs
+// of the first sequence, in order, then returns the whole result exactly as
+// Sample would (NumSamples 1).
+type StreamSampler interface {
+	Sampler
+	SampleStream(ctx context.Context, req SampleRequest, each func(tokens []int32, logprobs []float32) error) (*SampleResult, error)
+}

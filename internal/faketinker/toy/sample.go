@@ -66,6 +66,37 @@ func (m *Model) Sample(w *Weights, prompt []int32, p SampleParams, rng *rand.Ran
 	return tokens, logprobs, "length"
 }
 
+// Force is Sample with the tokens given: they are cut at MaxTokens or after
+// a stop token, and carry the model's (untempered) log-probs of them.
+func (m *Model) Force(w *Weights, prompt, tokens []int32, p SampleParams) (out []int32, logprobs []float32, stop string) {
+	stopSet := map[int32]bool{}
+	for _, s := range p.StopTokens {
+		stopSet[s] = true
+	}
+	if m.VocabIndex(m.cfg.EOS) >= 0 {
+		stopSet[m.cfg.EOS] = true
+	}
+	prev := int32(-1)
+	if len(prompt) > 0 {
+		prev = prompt[len(prompt)-1]
+	}
+	for _, tok := range tokens {
+		if len(out) >= p.MaxTokens {
+			return out, logprobs, "length"
+		}
+		out = append(out, tok)
+		logprobs = append(logprobs, float32(m.Logprob(w, prev, tok)))
+		prev = tok
+		if stopSet[tok] {
+			return out, logprobs, "stop"
+		}
+	}
+	if len(out) < p.MaxTokens {
+		return out, logprobs, "stop" // the script ended: end of sequence
+	}
+	return out, logprobs, "length"
+}
+
 // PromptLogprobs scores every prompt token given the one before it; the
 // first is NaN (Tinker's null).
 func (m *Model) PromptLogprobs(w *Weights, prompt []int32) []float32 {
