@@ -46,6 +46,7 @@ func TestRLModeThroughTheBinary(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, "http://"+st.Listen+"/v1/chat/completions",
 		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"please USE-TOOL"}],"tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object"}}}]}`))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.proxyKey())
 	req.Header.Set("X-Session-Id", "bin")
 	req.Header.Set("X-Session-Done", "true")
 	resp, err := http.DefaultClient.Do(req)
