@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
@@ -69,10 +70,9 @@ func TestVotesMajorityAndUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	n := 0
+	var n atomic.Int32                   // votes are asked concurrently
 	fake.Verdict = func(string) string { // 1, -1, 1, -1, … per call
-		n++
-		if n%2 == 0 {
+		if n.Add(1)%2 == 0 {
 			return "Score: -1"
 		}
 		return "Score: 1"
@@ -87,7 +87,7 @@ func TestVotesMajorityAndUsage(t *testing.T) {
 		t.Fatalf("verdict %+v", v)
 	}
 	// Two votes: a tie is 0.
-	n = 0
+	n.Store(0)
 	v, err = j.Score(ctx, judge.Request{Instruction: "hi", Response: "hello", Votes: 2})
 	if err != nil || v.Score != 0 {
 		t.Fatalf("tie: %+v, %v", v, err)
