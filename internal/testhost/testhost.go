@@ -31,6 +31,11 @@ type Options struct {
 	// Mutate adjusts the proxy options last.
 	Mutate      func(*proxy.Options)
 	SessionIdle time.Duration
+	// ContextWindow bounds how long the core waits for its providers
+	// (default 60 s, not the daemon's 500 ms: these tests assert what is
+	// injected, on machines loaded enough that a retrieval can overrun the
+	// real window; the overrun itself is tested in host/core).
+	ContextWindow time.Duration
 	// Wrap, if set, wraps the proxy's handler (as the daemon does with the
 	// scheduler's activity hook).
 	Wrap func(http.Handler) http.Handler
@@ -62,7 +67,10 @@ func Start(t testing.TB, o Options) *Host {
 		t.Fatal(err)
 	}
 	h.Store = st
-	h.Core = core.New(core.Options{Store: st, Log: zerolog.Nop(), SessionIdle: o.SessionIdle})
+	if o.ContextWindow <= 0 {
+		o.ContextWindow = 60 * time.Second
+	}
+	h.Core = core.New(core.Options{Store: st, Log: zerolog.Nop(), SessionIdle: o.SessionIdle, Window: o.ContextWindow})
 	var routes []proxy.Route
 	if o.Setup != nil {
 		routes = o.Setup(h.Core, st)
