@@ -44,6 +44,9 @@ type Options struct {
 	LongPoll time.Duration
 	// SessionTTL ends sessions without a heartbeat for this long; 0 = never.
 	SessionTTL time.Duration
+	// Now is the clock sessions expire by (default time.Now); tests move
+	// it instead of sleeping past the TTL on a loaded machine.
+	Now func() time.Time
 	// FwdBwdMaxChunkLen and FwdBwdMaxChunkBytes are what client/config
 	// advertises (defaults 1024 datums and 5,000,000 bytes).
 	FwdBwdMaxChunkLen   int
@@ -100,6 +103,9 @@ type stored struct {
 func New(o Options) *Server {
 	if o.Flavor == "" {
 		o.Flavor = Tinker
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.LongPoll == 0 && o.Flavor == Tinker {
 		o.LongPoll = 200 * time.Millisecond

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -374,13 +375,16 @@ func TestMinTFlavor(t *testing.T) {
 }
 
 func TestHeartbeatAndExpiry(t *testing.T) {
-	c, s := newRaw(t, Options{SessionTTL: 50 * time.Millisecond})
+	var clock atomic.Int64 // seconds after an arbitrary start
+	now := func() time.Time { return time.Unix(1_800_000_000+clock.Load(), 0) }
+	c, s := newRaw(t, Options{SessionTTL: time.Minute, Now: now})
 	sess := c.session()
 	c.post("session_heartbeat", map[string]any{"session_id": sess, "type": "session_heartbeat"})
 	if s.Heartbeats(sess) != 1 {
 		t.Error("heartbeat not counted")
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	clock.Add(61) // a minute without a heartbeat
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if st, _ := c.do("POST", "session_heartbeat", map[string]any{"session_id": sess}); st == 404 {
 			return

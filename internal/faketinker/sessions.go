@@ -28,7 +28,7 @@ func (s *Server) createSession(r *http.Request, body []byte) (any, *httpError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := s.newID("sess-")
-	s.sessions[id] = &session{id: id, sdkVersion: req.SDKVersion, lastBeat: time.Now(),
+	s.sessions[id] = &session{id: id, sdkVersion: req.SDKVersion, lastBeat: s.opts.Now(),
 		models: map[int]*work{}, samplers: map[int]string{}, createdBy: map[int]string{}, modelIDs: map[int]string{}}
 	return map[string]any{"session_id": id, "info_message": nil, "warning_message": nil, "error_message": nil}, nil
 }
@@ -59,7 +59,7 @@ func (s *Server) heartbeat(r *http.Request, body []byte) (any, *httpError) {
 	if herr != nil {
 		return nil, herr
 	}
-	ss.lastBeat = time.Now()
+	ss.lastBeat = s.opts.Now()
 	ss.heartbeats++
 	return map[string]string{"type": "session_heartbeat"}, nil
 }
@@ -89,7 +89,7 @@ func (s *Server) expireSessions() {
 	if s.opts.SessionTTL <= 0 {
 		return
 	}
-	now := time.Now()
+	now := s.opts.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ss := range s.sessions {
