@@ -37,9 +37,10 @@ func pluginEnv(home string, extra ...string) []string {
 func hook(t *testing.T, home, client, event string, payload any) (map[string]any, time.Duration) {
 	t.Helper()
 	b, _ := json.Marshal(payload)
+	bin := binary(t) // built before the deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), "plugin", "hook", "--client", client, "--no-start", event)
+	cmd := exec.CommandContext(ctx, bin, "plugin", "hook", "--client", client, "--no-start", event)
 	cmd.Env = pluginEnv(home)
 	cmd.Stdin = bytes.NewReader(b)
 	var stdout, stderr bytes.Buffer
@@ -89,8 +90,13 @@ func TestHermesShellHooks(t *testing.T) {
 	if len(turns) != 1 || turns[0].ClientAPI != "hook:hermes" || turns[0].ResponseText != "Genmaicha, as usual." {
 		t.Fatalf("turns %+v", turns)
 	}
+	// on_session_end fires after every Hermes turn: the session goes on.
 	hook(t, home, "hermes", "on_session_end", hermesPayload("on_session_end", "h-1", map[string]any{"completed": true, "interrupted": false}))
-	if s := h.Session(t, "h-1"); s.EndedAt == nil || s.EndReason != "end" {
+	if s := h.Session(t, "h-1"); s.EndedAt != nil {
+		t.Fatalf("on_session_end ended the session: %+v", s)
+	}
+	hook(t, home, "hermes", "on_session_finalize", hermesPayload("on_session_finalize", "h-1", map[string]any{"platform": "cli", "reason": "exit"}))
+	if s := h.Session(t, "h-1"); s.EndedAt == nil || s.EndReason != "exit" {
 		t.Fatalf("session %+v", s)
 	}
 	// Events a plugin does not handle, and garbage, answer {} and exit 0.
