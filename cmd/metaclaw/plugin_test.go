@@ -34,7 +34,7 @@ func pluginEnv(home string, extra ...string) []string {
 
 // hook runs `metaclaw plugin hook` like a command-hook client does: JSON on
 // stdin, JSON on stdout.
-func hook(t *testing.T, home, client, event string, payload any) (map[string]any, time.Duration) {
+func hook(t testing.TB, home, client, event string, payload any) (map[string]any, time.Duration) {
 	t.Helper()
 	b, _ := json.Marshal(payload)
 	bin := binary(t) // built before the deadline starts

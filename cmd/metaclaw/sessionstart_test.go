@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -27,7 +29,7 @@ var (
 
 // hookMemoryHost is a host with the real memory layer (heuristic extractor)
 // behind the rpc socket that `metaclaw plugin hook` reaches.
-func hookMemoryHost(t *testing.T) (*plugintest.Host, *memory.Host, string) {
+func hookMemoryHost(t testing.TB) (*plugintest.Host, *memory.Host, string) {
 	t.Helper()
 	home := plugintest.Home(t)
 	cfg := config.Default(t.TempDir())
@@ -46,7 +48,7 @@ func hookMemoryHost(t *testing.T) (*plugintest.Host, *memory.Host, string) {
 	return h, mem, home
 }
 
-func memoryContents(t *testing.T, mem *memory.Host) string {
+func memoryContents(t testing.TB, mem *memory.Host) string {
 	t.Helper()
 	us, err := mem.Store.List(context.Background(), memory.Filter{Limit: -1})
 	if err != nil {
@@ -72,21 +74,21 @@ func missing(text string, wants ...string) []string {
 // hookClient drives one command-hook protocol through the real binary.
 type hookClient struct {
 	name  string
-	teach func(t *testing.T, home, session string, i int, user, assistant string)
-	start func(t *testing.T, home, prev, session string) // the client's session-start signal(s)
-	ask   func(t *testing.T, home, session, prompt string) string
+	teach func(t testing.TB, home, session string, i int, user, assistant string)
+	start func(t testing.TB, home, prev, session string) // the client's session-start signal(s)
+	ask   func(t testing.TB, home, session, prompt string) string
 }
 
 var hermesClient = hookClient{
 	name: "hermes",
-	teach: func(t *testing.T, home, session string, i int, user, assistant string) {
+	teach: func(t testing.TB, home, session string, i int, user, assistant string) {
 		hook(t, home, "hermes", "post_llm_call", hermesPayload("post_llm_call", session, map[string]any{
 			"task_id": session, "turn_id": fmt.Sprintf("t%d", i), "user_message": user, "assistant_response": assistant,
 			"conversation_history": []map[string]any{{"role": "user", "content": user}, {"role": "assistant", "content": assistant}},
 			"model": "m", "platform": "cli",
 		}))
 	},
-	ask: func(t *testing.T, home, session, prompt string) string {
+	ask: func(t testing.TB, home, session, prompt string) string {
 		out, _ := hook(t, home, "hermes", "pre_llm_call", hermesPayload("pre_llm_call", session, map[string]any{
 			"task_id": session, "turn_id": "t0", "user_message": prompt, "conversation_history": []map[string]any{},
 			"is_first_turn": true, "model": "m", "platform": "cli", "sender_id": "",
@@ -100,7 +102,7 @@ var hermesClient = hookClient{
 // turns come from the transcript at Stop.
 var claudeClient = hookClient{
 	name: "claude",
-	teach: func(t *testing.T, home, session string, i int, user, assistant string) {
+	teach: func(t testing.TB, home, session string, i int, user, assistant string) {
 		tr := filepath.Join(home, session+".jsonl")
 		f, err := os.OpenFile(tr, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
@@ -111,7 +113,7 @@ var claudeClient = hookClient{
 		f.Close()
 		hook(t, home, "claude", "Stop", map[string]any{"session_id": session, "transcript_path": tr, "hook_event_name": "Stop", "stop_hook_active": false})
 	},
-	ask: func(t *testing.T, home, session, prompt string) string {
+	ask: func(t testing.TB, home, session, prompt string) string {
 		out, _ := hook(t, home, "claude", "UserPromptSubmit", map[string]any{
 			"session_id": session, "transcript_path": filepath.Join(home, session+".jsonl"), "cwd": "/workspace/group",
 			"hook_event_name": "UserPromptSubmit", "prompt": prompt,
@@ -122,7 +124,7 @@ var claudeClient = hookClient{
 	},
 }
 
-func (c hookClient) with(start func(t *testing.T, home, prev, session string)) hookClient {
+func (c hookClient) with(start func(t testing.TB, home, prev, session string)) hookClient {
 	c.start = start
 	return c
 }
@@ -133,8 +135,8 @@ func (c hookClient) with(start func(t *testing.T, home, prev, session string)) h
 // memory.session_start_wait_ms, without ending A), and B's first context
 // carries the taught facts. No manual flush.
 func TestHookSessionStartCatchesUp(t *testing.T) {
-	hermesStart := func(event string, extra map[string]any) func(t *testing.T, home, prev, session string) {
-		return func(t *testing.T, home, prev, session string) {
+	hermesStart := func(event string, extra map[string]any) func(t testing.TB, home, prev, session string) {
+		return func(t testing.TB, home, prev, session string) {
 			if out, _ := hook(t, home, "hermes", event, hermesPayload(event, session, extra)); len(out) != 0 {
 				t.Fatalf("%s answered %v", event, out)
 			}
@@ -147,12 +149,12 @@ func TestHookSessionStartCatchesUp(t *testing.T) {
 	}{
 		{"hermes on_session_start", hermesClient.with(hermesStart("on_session_start", map[string]any{"model": "m", "platform": "cli"})), false},
 		{"hermes on_session_reset (cli /new)", hermesClient.with(hermesStart("on_session_reset", map[string]any{"platform": "cli", "reason": "new_session"})), false},
-		{"hermes gateway /new: finalize A, reset to B", hermesClient.with(func(t *testing.T, home, prev, session string) {
+		{"hermes gateway /new: finalize A, reset to B", hermesClient.with(func(t testing.TB, home, prev, session string) {
 			hook(t, home, "hermes", "on_session_finalize", hermesPayload("on_session_finalize", prev, map[string]any{"platform": "telegram", "reason": "new"}))
 			hook(t, home, "hermes", "on_session_reset", hermesPayload("on_session_reset", session, map[string]any{
 				"platform": "telegram", "reason": "new", "old_session_id": prev, "new_session_id": session}))
 		}), true},
-		{"claude SessionStart", claudeClient.with(func(t *testing.T, home, prev, session string) {
+		{"claude SessionStart", claudeClient.with(func(t testing.TB, home, prev, session string) {
 			out, _ := hook(t, home, "claude", "SessionStart", map[string]any{"session_id": session, "transcript_path": filepath.Join(home, session+".jsonl"),
 				"cwd": "/workspace/group", "hook_event_name": "SessionStart", "source": "startup"})
 			if len(out) != 0 {
@@ -185,5 +187,37 @@ func TestHookSessionStartCatchesUp(t *testing.T) {
 				t.Fatalf("session A: ended %v, want %v (%+v)", s.EndedAt != nil, tc.endsA, s)
 			}
 		})
+	}
+}
+
+// BenchmarkHermesNewSessionHooks times the hook processes of a new Hermes
+// session after an earlier one left three pending turns: on_session_start
+// (the catch-up included), B's first pre_llm_call, and on_session_start of
+// a session with nothing pending. Each is a process start, the socket and
+// the call. docs/memory.md quotes the figures:
+//
+//	go test -run '^$' -bench HermesNewSession -benchtime 30x ./cmd/metaclaw/
+func BenchmarkHermesNewSessionHooks(b *testing.B) {
+	_, _, home := hookMemoryHost(b)
+	var start, first, idle []time.Duration
+	for i := range b.N {
+		a, s, c := fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i), fmt.Sprintf("c%d", i)
+		for j, m := range hookLesson {
+			hermesClient.teach(b, home, a, j, m, "Noted.")
+		}
+		_, el := hook(b, home, "hermes", "on_session_start", hermesPayload("on_session_start", s, map[string]any{"model": "m", "platform": "cli"}))
+		start = append(start, el)
+		t0 := time.Now()
+		if blk := hermesClient.ask(b, home, s, "Set up a new service for me."); len(missing(blk, hookLessonWants...)) > 0 {
+			b.Fatalf("B's first context lacks the lesson:\n%s", blk)
+		}
+		first = append(first, time.Since(t0))
+		_, el = hook(b, home, "hermes", "on_session_start", hermesPayload("on_session_start", c, map[string]any{"model": "m", "platform": "cli"}))
+		idle = append(idle, el)
+	}
+	for name, took := range map[string][]time.Duration{"start": start, "first-pre_llm_call": first, "start-nothing-pending": idle} {
+		slices.Sort(took)
+		b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, name+"-p50-ms")
+		b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, name+"-p99-ms")
 	}
 }
