@@ -84,8 +84,8 @@ var hermesClient = hookClient{
 	teach: func(t testing.TB, home, session string, i int, user, assistant string) {
 		hook(t, home, "hermes", "post_llm_call", hermesPayload("post_llm_call", session, map[string]any{
 			"task_id": session, "turn_id": fmt.Sprintf("t%d", i), "user_message": user, "assistant_response": assistant,
+			"model": "m", "platform": "cli",
 			"conversation_history": []map[string]any{{"role": "user", "content": user}, {"role": "assistant", "content": assistant}},
-			"model":                "m", "platform": "cli",
 		}))
 	},
 	ask: func(t testing.TB, home, session, prompt string) string {
