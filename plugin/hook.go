@@ -160,13 +160,15 @@ func hermesHook(ctx context.Context, event string, p map[string]json.RawMessage,
 		}
 		startSession(ctx, o, id, reason)
 	case "on_session_finalize":
-		// The real end of a session (CLI exit, /new, gateway reset or
-		// shutdown). on_session_end is not one: Hermes fires it at the end
-		// of every turn, so it is ignored.
-		if session == "" {
+		// The real end of a session (CLI exit, /new, gateway reset).
+		// on_session_end is not one: Hermes fires it at the end of every
+		// turn, so it is ignored. A gateway shutdown or restart is not one
+		// either: the chat goes on after it (the host's idle timer ends
+		// sessions that do not), as with OpenClaw's session_end.
+		reason := strings.TrimSpace(str(extra["reason"]))
+		if session == "" || reason == "shutdown" || reason == "restart" {
 			return map[string]any{}
 		}
-		reason := strings.TrimSpace(str(extra["reason"]))
 		if reason == "" || len(reason) > 64 {
 			reason = "end"
 		}

@@ -95,6 +95,11 @@ func TestHermesShellHooks(t *testing.T) {
 	if s := h.Session(t, "h-1"); s.EndedAt != nil {
 		t.Fatalf("on_session_end ended the session: %+v", s)
 	}
+	// A gateway shutdown finalizes sessions that go on after the restart.
+	hook(t, home, "hermes", "on_session_finalize", hermesPayload("on_session_finalize", "h-1", map[string]any{"platform": "telegram", "reason": "shutdown"}))
+	if s := h.Session(t, "h-1"); s.EndedAt != nil {
+		t.Fatalf("a gateway shutdown ended the session: %+v", s)
+	}
 	hook(t, home, "hermes", "on_session_finalize", hermesPayload("on_session_finalize", "h-1", map[string]any{"platform": "cli", "reason": "exit"}))
 	if s := h.Session(t, "h-1"); s.EndedAt == nil || s.EndReason != "exit" {
 		t.Fatalf("session %+v", s)
