@@ -147,21 +147,48 @@ func hermesHook(ctx context.Context, event string, p map[string]json.RawMessage,
 			TurnKey: turnKey(ClientHermes, session, user, assistant), At: time.Now().UTC(),
 		}
 		deliver(ctx, o, protocol.MethodObserve, obs)
-	case "on_session_end", "on_session_finalize", "on_session_reset":
-		if session == "" {
+	case "on_session_start", "on_session_reset":
+		// on_session_start: a new session's first turn. on_session_reset:
+		// /new or /reset rotated the id; session_id (gateway: also
+		// extra.new_session_id) is the new session, the outgoing one was
+		// finalized just before. Either way the agent's earlier pending
+		// turns are ingested before the new session's first retrieval.
+		id.Session = first(str(extra["new_session_id"]), session)
+		reason := "session_start"
+		if event == "on_session_reset" {
+			reason = "reset"
+		}
+		startSession(ctx, o, id, reason)
+	case "on_session_finalize":
+		// The real end of a session (CLI exit, /new, gateway reset).
+		// on_session_end is not one: Hermes fires it at the end of every
+		// turn, so it is ignored. A gateway shutdown or restart is not one
+		// either: the chat goes on after it (the host's idle timer ends
+		// sessions that do not), as with OpenClaw's session_end.
+		reason := strings.TrimSpace(str(extra["reason"]))
+		if session == "" || reason == "shutdown" || reason == "restart" {
 			return map[string]any{}
 		}
-		reason := "end"
-		method := protocol.MethodSessionEnd
-		switch {
-		case event == "on_session_reset":
-			reason, method = "reset", protocol.MethodSessionReset
-		case string(extra["interrupted"]) == "true":
-			reason = "interrupted"
+		if reason == "" || len(reason) > 64 {
+			reason = "end"
 		}
-		deliver(ctx, o, method, protocol.SessionEndParams{Identity: id, Reason: reason})
+		deliver(ctx, o, protocol.MethodSessionEnd, protocol.SessionEndParams{Identity: id, Reason: reason})
 	}
 	return map[string]any{}
+}
+
+// startSession announces a new session to the host (session.start), which
+// catches up on the agent's earlier sessions within
+// memory.session_start_wait_ms. It is not spooled: when the host is away,
+// the session's first context call starts it as well.
+func startSession(ctx context.Context, o HookOptions, id protocol.Identity, reason string) {
+	if id.Session == "" {
+		return
+	}
+	var res protocol.SessionStartResult
+	if err := o.Relay.Call(ctx, protocol.MethodSessionStart, protocol.SessionStartParams{Identity: id, Reason: reason}, &res); err != nil {
+		o.Log.Debug().Err(err).Msg("session.start")
+	}
 }
 
 func hermesUserTexts(extra map[string]json.RawMessage) []string {
@@ -226,8 +253,8 @@ func deliver(ctx context.Context, o HookOptions, method string, params any) {
 // loads them from settings.json): stdin {session_id, transcript_path, cwd,
 // hook_event_name, …}. UserPromptSubmit answers
 // {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
-// "additionalContext": "..."}}; Stop and SessionEnd answer {} (never a
-// "decision": the turn is never blocked).
+// "additionalContext": "..."}}; SessionStart, Stop and SessionEnd answer
+// {} (never a "decision": the turn is never blocked).
 func claudeHook(ctx context.Context, event string, p map[string]json.RawMessage, o HookOptions) any {
 	session := str(p["session_id"])
 	id := protocol.Identity{Agent: o.Agent, Session: session, Client: ClientClaude}
@@ -264,6 +291,10 @@ func claudeHook(ctx context.Context, event string, p map[string]json.RawMessage,
 			obs.ToolCalls, _ = json.Marshal(tr.toolCalls)
 		}
 		deliver(ctx, o, protocol.MethodObserve, obs)
+	case "SessionStart":
+		// source startup|resume|clear|compact; a session the host already
+		// knows (resume, compact) is a no-op there.
+		startSession(ctx, o, id, "session_start")
 	case "SessionEnd":
 		if session == "" {
 			return map[string]any{}
@@ -374,5 +405,5 @@ func readTranscriptTail(path string, maxBytes int64) transcriptTurn {
 }
 
 // HookClientsHelp is for the CLI's help text.
-const HookClientsHelp = "hermes (pre_llm_call, post_llm_call, on_session_end, on_session_reset), " +
-	"claude|claude-code|nanoclaw (UserPromptSubmit, Stop, SessionEnd)"
+const HookClientsHelp = "hermes (pre_llm_call, post_llm_call, on_session_start, on_session_reset, on_session_finalize), " +
+	"claude|claude-code|nanoclaw (SessionStart, UserPromptSubmit, Stop, SessionEnd)"

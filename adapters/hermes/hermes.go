@@ -2,9 +2,9 @@
 // ~/.hermes; one config per profile under profiles/<name>/). Each agent is
 // a Hermes profile ("default" is $HERMES_HOME itself): a custom_providers
 // entry "metaclaw" pointed at the proxy and model.provider: custom:metaclaw;
-// --via hooks adds shell hooks (pre_llm_call, post_llm_call, on_session_end)
-// approved in shell-hooks-allowlist.json for exactly those commands, and the
-// MetaClaw MCP server. hooks_auto_accept is never turned on.
+// --via hooks adds shell hooks (HookEvents) approved in
+// shell-hooks-allowlist.json for exactly those commands, and the MetaClaw
+// MCP server. hooks_auto_accept is never turned on.
 package hermes
 
 import (
@@ -24,8 +24,13 @@ const KnownConfigVersion = 50
 // ProviderName is the custom provider metaclaw adds.
 const ProviderName = "metaclaw"
 
-// HookEvents are the shell-hook events metaclaw registers.
-var HookEvents = []string{"pre_llm_call", "post_llm_call", "on_session_end"}
+// HookEvents are the shell-hook events metaclaw registers: context before
+// each turn, the turn after it, and the session boundaries.
+// on_session_start (a new session's first turn) and on_session_reset (/new,
+// /reset: the new id) start a session, so the agent's earlier pending turns
+// are ingested before its first retrieval; on_session_finalize ends one.
+// on_session_end is not registered: Hermes fires it after every turn.
+var HookEvents = []string{"pre_llm_call", "post_llm_call", "on_session_start", "on_session_reset", "on_session_finalize"}
 
 // Adapter is the Hermes adapter.
 type Adapter struct{}

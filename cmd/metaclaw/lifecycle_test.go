@@ -27,7 +27,7 @@ var (
 )
 
 // binary builds the real metaclaw binary once per test run.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "metaclaw-bin")

@@ -34,12 +34,13 @@ func pluginEnv(home string, extra ...string) []string {
 
 // hook runs `metaclaw plugin hook` like a command-hook client does: JSON on
 // stdin, JSON on stdout.
-func hook(t *testing.T, home, client, event string, payload any) (map[string]any, time.Duration) {
+func hook(t testing.TB, home, client, event string, payload any) (map[string]any, time.Duration) {
 	t.Helper()
 	b, _ := json.Marshal(payload)
+	bin := binary(t) // built before the deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), "plugin", "hook", "--client", client, "--no-start", event)
+	cmd := exec.CommandContext(ctx, bin, "plugin", "hook", "--client", client, "--no-start", event)
 	cmd.Env = pluginEnv(home)
 	cmd.Stdin = bytes.NewReader(b)
 	var stdout, stderr bytes.Buffer
@@ -89,8 +90,18 @@ func TestHermesShellHooks(t *testing.T) {
 	if len(turns) != 1 || turns[0].ClientAPI != "hook:hermes" || turns[0].ResponseText != "Genmaicha, as usual." {
 		t.Fatalf("turns %+v", turns)
 	}
+	// on_session_end fires after every Hermes turn: the session goes on.
 	hook(t, home, "hermes", "on_session_end", hermesPayload("on_session_end", "h-1", map[string]any{"completed": true, "interrupted": false}))
-	if s := h.Session(t, "h-1"); s.EndedAt == nil || s.EndReason != "end" {
+	if s := h.Session(t, "h-1"); s.EndedAt != nil {
+		t.Fatalf("on_session_end ended the session: %+v", s)
+	}
+	// A gateway shutdown finalizes sessions that go on after the restart.
+	hook(t, home, "hermes", "on_session_finalize", hermesPayload("on_session_finalize", "h-1", map[string]any{"platform": "telegram", "reason": "shutdown"}))
+	if s := h.Session(t, "h-1"); s.EndedAt != nil {
+		t.Fatalf("a gateway shutdown ended the session: %+v", s)
+	}
+	hook(t, home, "hermes", "on_session_finalize", hermesPayload("on_session_finalize", "h-1", map[string]any{"platform": "cli", "reason": "exit"}))
+	if s := h.Session(t, "h-1"); s.EndedAt == nil || s.EndReason != "exit" {
 		t.Fatalf("session %+v", s)
 	}
 	// Events a plugin does not handle, and garbage, answer {} and exit 0.
