@@ -317,7 +317,7 @@ func reference(t *testing.T, e *tenv, steps []StepRecord) *toy.State {
 		if err != nil {
 			t.Fatal(err)
 		}
-		built, _, err := build(ss, batch.Mode(r.Advantage), r.KLCoef)
+		built, _, err := BuildBatch(ss, batch.Mode(r.Advantage), r.KLCoef)
 		if err != nil {
 			t.Fatal(err)
 		}

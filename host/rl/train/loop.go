@@ -349,6 +349,13 @@ func (l *Loop) Stop(grace time.Duration) {
 	stop()
 	<-done
 	l.failRequests(errors.New("the training loop stopped"))
+	l.mu.Lock()
+	owned := l.owned
+	l.owned = nil
+	l.mu.Unlock()
+	for _, b := range owned {
+		_ = b.Close()
+	}
 }
 
 func (l *Loop) run(ctx context.Context) {

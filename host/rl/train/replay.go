@@ -84,7 +84,7 @@ func (l *Loop) replayJob(ctx context.Context) {
 		l.replayFailed(err, from)
 		return
 	}
-	built, _, err := build(ss, batch.Mode(rec.Advantage), rec.KLCoef)
+	built, _, err := BuildBatch(ss, batch.Mode(rec.Advantage), rec.KLCoef)
 	if err == nil && len(built.Datums) == 0 {
 		err = fmt.Errorf("step %d: its %d samples give no datum", rec.Step, len(ss))
 	}

@@ -159,9 +159,10 @@ func malformed(s samples.Sample) string {
 	return ""
 }
 
-// build turns samples into datums with the given advantage mode and OPD
-// coefficient.
-func build(ss []samples.Sample, mode batch.Mode, kl float64) (*batch.Built, *float64, error) {
+// BuildBatch turns a step's samples into its datums with the step's
+// advantage mode and OPD coefficient, and gives their mean reward: what a
+// step trains on, and what its replay (or a reference run) trains on again.
+func BuildBatch(ss []samples.Sample, mode batch.Mode, kl float64) (*batch.Built, *float64, error) {
 	in := make([]batch.Sample, len(ss))
 	sum := 0.0
 	for i, s := range ss {
@@ -206,7 +207,7 @@ func (l *Loop) prepare(ctx context.Context, ob *openBatch) (*prepared, error) {
 		}
 		return nil, errBatchClosed
 	}
-	built, mean, err := build(used, l.p.adv, l.p.kl)
+	built, mean, err := BuildBatch(used, l.p.adv, l.p.kl)
 	if err != nil {
 		return nil, err
 	}
