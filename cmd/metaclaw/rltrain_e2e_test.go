@@ -378,6 +378,9 @@ memory:
 	if after == before {
 		t.Errorf("after %d steps the greedy answer is unchanged: %q", lastStep, after)
 	}
+	if out, _ := c.run("status"); !strings.Contains(out, "training  ") || !strings.Contains(out, "mean reward") {
+		t.Errorf("metaclaw status shows no training line:\n%s", out)
+	}
 	// The CLI reads the same through the host's API.
 	out, code := c.run("rl", "history", "--json")
 	var hist struct {
@@ -445,6 +448,113 @@ memory:
 	if got.Steps != want.Steps || !sameRows(got.W.Delta, want.W.Delta) || !sameRows(got.M, want.M) || !sameRows(got.V, want.V) {
 		t.Fatalf("the model after the kill differs from an uninterrupted run (optimizer steps %d vs %d)", got.Steps, want.Steps)
 	}
+	if kind == connect.Tinker {
+		offlineCLI(t, c, svc, ss, applied[len(applied)-1].Step)
+	}
+}
+
+// offlineCLI drives `metaclaw rl …` with no host running: the commands read
+// the store, `rl step` trains in-process and checkpoints, and `rl resume N`
+// rolls back at the next start.
+func offlineCLI(t *testing.T, c *cli, svc *rlService, ss *samples.Store, last int) {
+	ctx := context.Background()
+	out, code := c.run("rl", "status", "--json")
+	var st train.Status
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.State != "stopped" || st.Step != last || st.LastCheckpoint == nil {
+		t.Fatalf("rl status offline: %d %s", code, out)
+	}
+	if out, code := c.run("rl", "history"); code != 0 || !strings.Contains(out, "replayed 1×") || !strings.Contains(out, "MEAN REWARD") {
+		t.Fatalf("rl history offline: %d %s", code, out)
+	}
+	out, code = c.run("rl", "checkpoints", "--json")
+	var cps struct {
+		Checkpoints []train.CheckpointEntry `json:"checkpoints"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &cps) != nil || len(cps.Checkpoints) < 2 {
+		t.Fatalf("rl checkpoints offline: %d %s", code, out)
+	}
+	out, code = c.run("rl", "samples", "--state", "trained", "--limit", "1000", "--json")
+	var list struct {
+		Samples []train.SampleSummary `json:"samples"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Samples) == 0 || len(list.Samples[0].Votes) != 3 {
+		t.Fatalf("rl samples offline: %d %.300s", code, out)
+	}
+	if out, code := c.run("rl", "samples", fmt.Sprint(list.Samples[0].ID)); code != 0 || !strings.Contains(out, "reward") || !strings.Contains(out, "trained by step") {
+		t.Fatalf("rl samples <id>: %d %s", code, out)
+	}
+	// One more judged turn, as serving and the judge would store it; `rl
+	// step` trains it without a host.
+	old, err := ss.Get(ctx, list.Samples[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, r := range []float64{1, -1} {
+		session := fmt.Sprintf("offline-%d", k)
+		id, err := ss.Add(ctx, samples.NewSample{SessionID: session, Agent: "main", BaseModel: old.BaseModel, Sampler: old.Sampler, Prompt: old.Prompt,
+			Completion: old.Completion, Logprobs: old.Logprobs, StopReason: old.StopReason, Instruction: "offline", Response: old.Response, NeedJudge: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ss.EndSession(ctx, session); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ss.SetVerdict(ctx, id, "prm:judge-1", r, []string{"1"}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready, err := ss.ScoredCount(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, code = c.run("rl", "step", "--json")
+	var stepped struct {
+		Step train.StepRecord `json:"step"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &stepped) != nil || stepped.Step.Step != last+1 || stepped.Step.CheckpointPath == "" ||
+		stepped.Step.Samples != min(ready, 4) {
+		t.Fatalf("rl step offline (%d ready): %d %s", ready, code, out)
+	}
+	if _, ok := svc.checkpointState(stepped.Step.CheckpointPath); !ok {
+		t.Fatalf("offline step's checkpoint %s is not on the service", stepped.Step.CheckpointPath)
+	}
+	if got, _ := ss.TrainedBy(ctx, stepped.Step.BatchID, stepped.Step.Step); len(got) != stepped.Step.Samples {
+		t.Fatalf("the offline step trained %d samples, recorded %d", len(got), stepped.Step.Samples)
+	}
+	if left, _ := ss.ScoredCount(ctx, 0); left != ready-stepped.Step.Samples {
+		t.Fatalf("%d scored before the offline step, %d after it trained %d", ready, left, stepped.Step.Samples)
+	}
+	// Roll back to step 3 at the next start.
+	if out, code := c.run("rl", "resume", "3"); code != 0 || !strings.Contains(out, "resumes from step 3") {
+		t.Fatalf("rl resume offline: %d %s", code, out)
+	}
+	// Nothing trains on its own after the restart, so the step counter read
+	// is the rollback's.
+	if out, code := c.run("config", "set", "rl.manual_train_trigger", "true"); code != 0 {
+		t.Fatalf("config set: %s", out)
+	}
+	if _, code := c.run("start", "--port", "0"); code != 0 {
+		t.Fatalf("start after resume\n%s", c.logs())
+	}
+	after := c.waitRL("the rollback", func(s rlStatus) bool { return s.Training != nil && s.Training.Model != "" })
+	if after.Training.Step != 3 || after.Training.LastCheckpoint == nil || after.Training.LastCheckpoint.Step != 3 || after.RL.Sampler == nil || after.RL.Sampler.Step != 3 {
+		t.Fatalf("after rl resume 3: training %+v, sampler %+v", after.Training, after.RL.Sampler)
+	}
+	out, _ = c.run("rl", "history", "--all", "--json")
+	var hist struct {
+		Steps []train.StepRecord `json:"steps"`
+	}
+	_ = json.Unmarshal([]byte(out), &hist)
+	rolled := 0
+	for _, s := range hist.Steps {
+		if s.State == train.StepRolledBack {
+			rolled++
+		}
+	}
+	if rolled != last+1-3 {
+		t.Fatalf("%d steps rolled back, want %d: %s", rolled, last+1-3, out)
+	}
+	c.run("stop", "--timeout", "30s")
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
