@@ -74,11 +74,16 @@ type params struct {
 	every     int
 	maxSteps  int
 	manual    bool
+	timeout   time.Duration // of one step
 }
 
 func paramsOf(cfg *config.Config) params {
 	p := params{batchSize: cfg.RL.BatchSize, loss: backend.LossFn(cfg.RL.LossFn), lr: cfg.RL.LearningRate,
-		adv: batch.Mode(cfg.RL.Advantage), every: cfg.RL.CheckpointEvery, maxSteps: cfg.RL.MaxSteps, manual: cfg.RL.ManualTrainTrigger}
+		adv: batch.Mode(cfg.RL.Advantage), every: cfg.RL.CheckpointEvery, maxSteps: cfg.RL.MaxSteps, manual: cfg.RL.ManualTrainTrigger,
+		timeout: time.Duration(cfg.RL.StepTimeoutMinutes) * time.Minute}
+	if p.timeout <= 0 {
+		p.timeout = 30 * time.Minute
+	}
 	if p.batchSize <= 0 {
 		p.batchSize = 4
 	}

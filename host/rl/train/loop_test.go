@@ -350,3 +350,39 @@ func TestStepNowAndRollback(t *testing.T) {
 }
 
 var _ = backend.StageOptim
+
+// TestStepTimeoutResumes: a step slower than rl.step_timeout_minutes is
+// abandoned (its outcome unknown): the trainer resumes on a new model and
+// trains the batch again, which ends exactly like an uninterrupted run.
+func TestStepTimeoutResumes(t *testing.T) {
+	e := newEnv(t, envOpts{latency: 150 * time.Millisecond})
+	var timeouts atomic.Int64
+	e.loop.p.timeout = 50 * time.Millisecond
+	e.start()
+	good, bad := e.twoAnswers()
+	model := e.loop.Status(context.Background()).Model
+	e.batchOf("a", good, bad)
+	waitFor(t, "a timed-out step", func() bool {
+		st := e.loop.Status(context.Background())
+		if strings.Contains(st.LastError, "deadline exceeded") {
+			timeouts.Add(1)
+		}
+		return timeouts.Load() > 0
+	})
+	e.loop.mu.Lock()
+	e.loop.p.timeout = time.Minute
+	e.loop.mu.Unlock()
+	rec := e.waitStep(1)
+	if rec.ModelID == model {
+		t.Fatalf("the step ran on the model whose state became unknown: %s", model)
+	}
+	e.batchOf("b", good, bad)
+	rec = e.waitStep(2)
+	got, ok := e.fake.CheckpointState(rec.CheckpointPath)
+	if !ok {
+		t.Fatal("checkpoint missing")
+	}
+	if diff := stateDiff(got, reference(t, e, e.history())); diff != "" {
+		t.Fatalf("the model differs from an uninterrupted run: %s", diff)
+	}
+}

@@ -104,9 +104,11 @@ func (l *Loop) replayJob(ctx context.Context) {
 	if !ok {
 		return
 	}
-	res, err := backend.RunStep(ctx, tr, backend.StepRequest{
+	sctx, cancel := context.WithTimeout(ctx, l.p.timeout)
+	res, err := backend.RunStep(sctx, tr, backend.StepRequest{
 		Data: built.Datums, Loss: backend.LossFn(rec.LossFn), Adam: backend.DefaultAdam(rec.LearningRate), CheckpointName: ckpt, From: from,
 	})
+	cancel()
 	end()
 	ckptFailed := false
 	if err != nil {

@@ -247,9 +247,11 @@ func (l *Loop) runStep(ctx context.Context, ob *openBatch, prep *prepared, auto 
 	}
 	defer end()
 	started := l.o.Now()
-	res, err := backend.RunStep(ctx, tr, backend.StepRequest{
+	sctx, cancel := context.WithTimeout(ctx, l.p.timeout) // past it the outcome is unknown: resume from the checkpoint
+	res, err := backend.RunStep(sctx, tr, backend.StepRequest{
 		Data: prep.built.Datums, Loss: l.p.loss, Adam: backend.DefaultAdam(l.p.lr), CheckpointName: ckpt, From: from,
 	})
+	cancel()
 	note, ckptFailed := "", false
 	if err != nil {
 		var se *backend.StepError
