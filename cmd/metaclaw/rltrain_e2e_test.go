@@ -557,17 +557,6 @@ func offlineCLI(t *testing.T, c *cli, svc *rlService, ss *samples.Store, last in
 	c.run("stop", "--timeout", "30s")
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func openDB(t *testing.T, home string) *store.SQLite {
 	t.Helper()
 	db, err := store.OpenSQLite(context.Background(), daemon.PathsFor(home).DB)
