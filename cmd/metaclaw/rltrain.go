@@ -79,7 +79,7 @@ func newRLStatusCmd() *cobra.Command {
 			var st train.Status
 			if api := runningHost(); api != nil {
 				if err := api.call(ctx, http.MethodGet, "/v1/rl/training", nil, &st); err != nil {
-					return fmt.Errorf("%w (is RL on? mode rl or auto)", err)
+					return err
 				}
 			} else {
 				s, err := openRLStore(ctx)
@@ -103,6 +103,9 @@ func newRLStatusCmd() *cobra.Command {
 // printTrainingDetail is `metaclaw rl status`.
 func printTrainingDetail(w io.Writer, st train.Status) {
 	fmt.Fprintf(w, "training  %s: %s\n", st.State, st.Reason)
+	if st.State == "off" {
+		return
+	}
 	fmt.Fprintf(w, "  trains     %s; batch of %d, loss %s, advantage %s, checkpoint every %d steps\n", st.Trains, st.BatchSize, st.LossFn, st.Advantage, st.Every)
 	fmt.Fprintf(w, "  step       %d", st.Step)
 	if st.Model != "" {

@@ -347,7 +347,7 @@ memory:
 	})
 	close(svc.tap.release)
 
-	db := openDB(t, c.home)
+	db := openRLDB(t, c.home)
 	steps, ss := train.NewStore(db.Writer(), db.Reader()), samples.New(db.Writer(), db.Reader())
 	open, err := ss.OpenBatches(ctx)
 	if err != nil || len(open) != 1 || len(open[0].Samples) != 4 {
@@ -395,7 +395,7 @@ memory:
 
 	// Every turn is a sample; none lost; every trained sample was trained by
 	// exactly one recorded step; nothing is left claimed.
-	db = openDB(t, c.home)
+	db = openRLDB(t, c.home)
 	defer db.Close()
 	steps, ss = train.NewStore(db.Writer(), db.Reader()), samples.New(db.Writer(), db.Reader())
 	counts, err := ss.Counts(ctx)
@@ -557,7 +557,7 @@ func offlineCLI(t *testing.T, c *cli, svc *rlService, ss *samples.Store, last in
 	c.run("stop", "--timeout", "30s")
 }
 
-func openDB(t *testing.T, home string) *store.SQLite {
+func openRLDB(t *testing.T, home string) *store.SQLite {
 	t.Helper()
 	db, err := store.OpenSQLite(context.Background(), daemon.PathsFor(home).DB)
 	if err != nil {

@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"context"
+	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -29,17 +32,24 @@ const trainStopGrace = 30 * time.Second
 // checkpoint), and in auto mode (or with scheduler.enabled) it is the
 // scheduler's trainer.
 type hostTraining struct {
-	loop *train.Loop // nil when RL is off
+	loop *train.Loop // nil when RL is off or has no backend
+	off  string      // why there is no loop
 }
 
 func newTraining(cfg *config.Config, st *store.SQLite, log zerolog.Logger) *hostTraining {
 	if !rlruntime.Active(cfg) {
-		return &hostTraining{}
+		return &hostTraining{off: "mode " + cfg.Mode + " does not train"}
+	}
+	// Without a backend RL stays inactive (the runtime says why): the
+	// scheduler then has no trainer either.
+	r := connect.Resolve(cfg.RL, os.Getenv)
+	if (r.Kind == connect.Plugin && strings.TrimSpace(cfg.Plugins.Trainer) == "") || (r.Kind != connect.Plugin && r.APIKey == "") {
+		return &hostTraining{off: "no training backend is configured (rl.api_key, or " + strings.ToUpper(r.Kind) + "_API_KEY; rl.backend plugin needs plugins.trainer)"}
 	}
 	windows, _ := assemble.Active(cfg)
 	log = log.With().Str("part", "train").Logger()
 	return &hostTraining{loop: train.New(train.Options{
-		Config: cfg, Samples: samples.New(st.Writer(), st.Reader()), Steps: train.NewStore(st.Writer(), st.Reader()), Windows: windows,
+		Config: cfg, Backend: r.Kind, Samples: samples.New(st.Writer(), st.Reader()), Steps: train.NewStore(st.Writer(), st.Reader()), Windows: windows,
 		Generation: func(ctx context.Context) (int64, error) { return skills.LibraryGeneration(ctx, st.Reader()) },
 		Connect: func(ctx context.Context) (backend.Backend, error) {
 			return connect.Open(ctx, cfg, connect.Options{Logger: log})
@@ -77,7 +87,11 @@ func (h *hostTraining) trainer() scheduler.Trainer {
 
 func (h *hostTraining) routes() []proxy.Route {
 	if h.loop == nil {
-		return nil
+		off := train.Status{State: "off", Reason: h.off}
+		return []proxy.Route{{Pattern: "GET /v1/rl/training", Handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			writeJSONTo(w, off)
+		}}}
 	}
 	return train.Routes(h.loop)
 }

@@ -263,6 +263,11 @@ loaders.training = async () => {
     $("#training-cards").replaceChildren();
     return;
   }
+  if (st.state === "off") {
+    $("#training-state").textContent = "RL training is off: " + st.reason;
+    $("#training-cards").replaceChildren();
+    return;
+  }
   const state = $("#samples-state").value;
   const [steps, smp] = await Promise.all([api("/v1/rl/steps?limit=500"), api("/v1/rl/samples?limit=50" + (state ? "&state=" + state : ""))]);
   const cards = $("#training-cards");

@@ -173,7 +173,8 @@ type WindowRef struct {
 // Status is the "training" object of `metaclaw status --json` and of
 // GET /v1/rl/training.
 type Status struct {
-	// State is one of the State* constants; Reason says why.
+	// State is one of the State* constants ("off" when the host has no
+	// training loop, "stopped" when read from the store); Reason says why.
 	State  string `json:"state"`
 	Reason string `json:"reason"`
 	// Trains says when: "when a batch is ready", "in scheduler windows",

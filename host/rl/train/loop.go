@@ -35,7 +35,10 @@ import (
 
 // Options configure a Loop.
 type Options struct {
-	Config  *config.Config
+	Config *config.Config
+	// Backend names the backend kind in the scheduler's status ("tinker",
+	// …); default rl.backend.
+	Backend string
 	Samples *samples.Store
 	Steps   *Store
 	// Generation is the skill library's current generation (support/query

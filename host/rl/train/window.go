@@ -11,6 +11,9 @@ import (
 
 // Name implements scheduler.Trainer.
 func (l *Loop) Name() string {
+	if l.o.Backend != "" {
+		return "rl (" + l.o.Backend + ")"
+	}
 	return "rl (" + l.o.Config.RL.Backend + ")"
 }
 
