@@ -29,6 +29,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rl/connect"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/rl/train"
+	"github.com/metaclaw-go/metaclaw/host/scheduler"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker"
@@ -38,13 +39,15 @@ import (
 )
 
 // holdTap sits in front of the fake training service and holds the n-th
-// optimizer step request (never forwarding it), so the test can kill the
-// host while that step is in flight.
+// optimizer step request, so the test can kill the host (or send chat
+// turns) while that step is in flight. Released, the request fails with
+// 503, or with pass set reaches the service (a slow step).
 type holdTap struct {
 	next    http.Handler
 	mu      sync.Mutex
 	seen    int
 	holdAt  int
+	pass    bool
 	held    chan struct{}
 	release chan struct{}
 }
@@ -62,6 +65,10 @@ func (h *holdTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if hold {
 			close(h.held)
 			<-h.release
+			if h.pass {
+				h.next.ServeHTTP(w, r)
+				return
+			}
 			http.Error(w, `{"detail":"gone"}`, http.StatusServiceUnavailable)
 			return
 		}
@@ -126,7 +133,8 @@ type rlStatus struct {
 			Step int    `json:"step"`
 		} `json:"sampler"`
 	} `json:"rl"`
-	Training *train.Status `json:"training"`
+	Training  *train.Status     `json:"training"`
+	Scheduler *scheduler.Status `json:"scheduler"`
 }
 
 func (c *cli) rlStatus() rlStatus {
@@ -259,7 +267,7 @@ memory:
 	served := 0
 	probe := func(base, session string) string {
 		t.Helper()
-		oc := openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey("k"), option.WithMaxRetries(0),
+		oc := openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey(c.proxyKey()), option.WithMaxRetries(0),
 			option.WithHeader("X-Session-Id", session), option.WithHeader("X-Session-Done", "true"))
 		cc, err := oc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-test", Temperature: openai.Float(0), MaxTokens: openai.Int(6),
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say something.")}})
@@ -287,7 +295,7 @@ memory:
 		t.Helper()
 		id := fmt.Sprintf("s%03d", i)
 		if i%2 == 0 {
-			oc := openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey("k"), option.WithMaxRetries(0), option.WithHeader("X-Session-Id", id))
+			oc := openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey(c.proxyKey()), option.WithMaxRetries(0), option.WithHeader("X-Session-Id", id))
 			msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage(fmt.Sprintf("Question number %d?", i))}
 			for turn := range 2 {
 				opts := []option.RequestOption{}
@@ -303,7 +311,7 @@ memory:
 			}
 			return
 		}
-		ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("k"), aoption.WithMaxRetries(0), aoption.WithHeader("X-Session-Id", id))
+		ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey(c.proxyKey()), aoption.WithMaxRetries(0), aoption.WithHeader("X-Session-Id", id))
 		msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(fmt.Sprintf("Question number %d?", i)))}
 		for turn := range 2 {
 			opts := []aoption.RequestOption{}

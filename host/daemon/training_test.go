@@ -36,7 +36,8 @@ func TestTrainingIsWiredByMode(t *testing.T) {
 			cfg.LLM.APIBase, cfg.LLM.APIKey = "http://127.0.0.1:1/v1", "k"
 			cfg.RL.Backend, cfg.RL.BaseURL, cfg.RL.APIKey, cfg.RL.Model = "tinker", ts.URL, "tml-k", rltest.Model
 			cfg.RL.TokenizerPath, cfg.RL.PRMURL, cfg.RL.PRMModel = rltest.TokenizerDir(), "http://127.0.0.1:1/v1", "judge"
-			cfg.Scheduler.IdleSource = "proxy"
+			cfg.Scheduler.IdleSource = "traffic"
+			cfg.Proxy.APIKey = "sk-proxy-test"
 			ctx, cancel := context.WithCancel(context.Background())
 			ready := make(chan Info, 1)
 			done := make(chan error, 1)
@@ -58,7 +59,7 @@ func TestTrainingIsWiredByMode(t *testing.T) {
 			var st Status
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				resp, err := http.Get(info.URL() + "/v1/status")
+				resp, err := getWithKey(info.URL()+"/v1/status", cfg.Proxy.APIKey)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,7 +83,7 @@ func TestTrainingIsWiredByMode(t *testing.T) {
 			if tc.trainer == "" && st.Scheduler != nil && st.Scheduler.Enabled {
 				t.Errorf("rl mode runs a scheduler: %+v", st.Scheduler)
 			}
-			resp, err := http.Get(info.URL() + "/v1/rl/training")
+			resp, err := getWithKey(info.URL()+"/v1/rl/training", cfg.Proxy.APIKey)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,4 +95,13 @@ func TestTrainingIsWiredByMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+func getWithKey(url, key string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	return http.DefaultClient.Do(req)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rl/connect"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/scheduler"
+	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker"
 )
 
@@ -171,7 +172,7 @@ func TestUnknownFateResumesAndReplays(t *testing.T) {
 // finds steps 1–3 recorded, a checkpoint at step 2 and a batch claimed but
 // not trained; it resumes at step 2 with the optimizer state, replays step
 // 3, trains the open batch as step 4, and the model equals an uninterrupted
-// run's.
+// run's; retention run in between (store.retain_days) takes none of it.
 func TestRestartResumesFromTheLastCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	e := newEnv(t, envOpts{dir: dir})
@@ -187,6 +188,11 @@ func TestRestartResumesFromTheLastCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = e.b.Close()
+	// Retention (store.retain_days) at its most eager prunes nothing the
+	// resume needs: steps, batches and samples are not its to delete.
+	if _, err := e.st.Prune(context.Background(), store.PruneOptions{Before: time.Now().Add(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
 
 	e2 := newEnv(t, envOpts{dir: dir, fake: e.fake})
 	s, step, err := e2.loop.Init(ctx(t), e2.b, e2.cfg)
