@@ -100,20 +100,7 @@ func addBatch16x8k(b *testing.B, ss *samples.Store, round int) {
 // BenchmarkLoopStepOverhead16x8k is the loop's own share of a step over 16
 // samples of 8k tokens: everything but the training service.
 func BenchmarkLoopStepOverhead16x8k(b *testing.B) {
-	l, ss := benchLoop(b, &instantTrainer{})
-	ctx := context.Background()
-	b.ReportAllocs()
-	round := 0
-	for b.Loop() {
-		b.StopTimer()
-		addBatch16x8k(b, ss, round)
-		round++
-		b.StartTimer()
-		rec, err := l.trainOnce(ctx, false)
-		if err != nil || rec.Datums != 16 {
-			b.Fatalf("step: %+v %v", rec, err)
-		}
-	}
+	benchSteps(b, &instantTrainer{})
 }
 
 // BenchmarkLoopStep16x8k is a whole step of the loop against the fake
@@ -133,7 +120,14 @@ func BenchmarkLoopStep16x8k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchSteps(b, tr)
+}
+
+// benchSteps times one step of the loop per iteration on a new batch of 16
+// samples of 8k tokens (adding the batch is not timed).
+func benchSteps(b *testing.B, tr backend.Trainer) {
 	l, ss := benchLoop(b, tr)
+	ctx := context.Background()
 	b.ReportAllocs()
 	round := 0
 	for b.Loop() {
