@@ -213,6 +213,7 @@ func printStatus(w interface{ Write([]byte) (int, error) }, st daemon.Status) {
 	}
 	fmt.Fprintf(w, "  rl        %s: %s\n", st.RL.State, st.RL.Reason)
 	printRL(w, st.RL)
+	printTraining(w, st.Training)
 	if st.Scheduler != nil {
 		printScheduler(w, "  ", *st.Scheduler)
 	}

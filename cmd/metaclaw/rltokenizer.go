@@ -15,8 +15,13 @@ import (
 func newRLCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rl",
-		Short: "RL training: tokenizer files and (later) training state",
+		Short: "RL training: state, samples, steps, checkpoints, resume; tokenizer files",
+		Long: `RL trains the user's own model (a LoRA) from scored samples of real turns.
+status, samples, history and checkpoints read the running host's API, or the
+store when it is not running; step trains one step now; resume restarts the
+trainer from a checkpoint.`,
 	}
+	cmd.AddCommand(rlTrainCmds()...)
 	cmd.AddCommand(newRLFetchTokenizerCmd())
 	return cmd
 }

@@ -171,9 +171,10 @@ type RL struct {
 	MaxSteps            int     `yaml:"max_steps" default:"1000" min:"0" desc:"Stop training after this many steps; 0 = no limit."`
 	LossFn              string  `yaml:"loss_fn" default:"importance_sampling" enum:"importance_sampling,ppo,cispo,cross_entropy,truncated_importance_sampling" desc:"Training loss (Weaver has no ppo or cispo)."`
 	Advantage           string  `yaml:"advantage" default:"grpo" enum:"grpo,batch,raw" desc:"How rewards become advantages: grpo normalises within groups of samples that share a prompt and the rest over the batch; batch normalises over the whole batch (the Python behaviour); raw uses the reward as is."`
-	CheckpointEvery     int     `yaml:"checkpoint_every" default:"5" min:"0" desc:"Save a training checkpoint (weights and optimizer state) every N steps; 0 = never."`
-	SaveWeightsTimeoutS float64 `yaml:"save_weights_timeout_s" default:"200" min:">0" desc:"Timeout for refreshing the sampling weights after a step, seconds."`
-	ResumeFromCkpt      string  `yaml:"resume_from_ckpt" desc:"Training checkpoint to resume from (weights and optimizer state), e.g. tinker://…/weights/step_0003; empty = the last one MetaClaw saved, if any."`
+	CheckpointEvery     int     `yaml:"checkpoint_every" default:"5" min:"0" desc:"Save a training checkpoint (weights and optimizer state) every N steps; a restart resumes from the last one and replays the steps since; 0 = never (a restart then replays every step on a fresh LoRA)."`
+	StepTimeoutMinutes  int     `yaml:"step_timeout_minutes" default:"30" min:"1" desc:"A training step (or a replayed one) still unfinished after this long is abandoned: its outcome is unknown, so the trainer resumes from the last checkpoint and trains its batch again."`
+	SaveWeightsTimeoutS float64 `yaml:"save_weights_timeout_s" default:"200" min:">0" status:"compat" desc:"Python: timeout for refreshing the sampling weights after a step; here the sampler weights are part of the step, bounded by rl.step_timeout_minutes."`
+	ResumeFromCkpt      string  `yaml:"resume_from_ckpt" desc:"Training checkpoint to start from (weights and optimizer state) while MetaClaw has recorded none of its own, e.g. a tinker://…/weights/step_0003 from another machine (the step number is read from a step_N name); afterwards restarts resume from MetaClaw's last checkpoint (metaclaw rl resume rolls back)."`
 	EvolverAPIBase      string  `yaml:"evolver_api_base" check:"url" sameas:"skills.evolver.api_base" desc:"Python name of skills.evolver.api_base."`
 	EvolverAPIKey       string  `yaml:"evolver_api_key" secret:"1" sameas:"skills.evolver.api_key" desc:"Python name of skills.evolver.api_key."`
 	EvolverModel        string  `yaml:"evolver_model" sameas:"skills.evolver.model" desc:"Python name of skills.evolver.model."`
@@ -184,7 +185,7 @@ type RL struct {
 	SampleTopK          int     `yaml:"sample_top_k" default:"50" min:"0" desc:"RL serving: top-k sampling when the client gives none; 0 = off."`
 	FallbackToLLM       bool    `yaml:"fallback_to_llm" default:"true" desc:"RL serving: when the policy model cannot answer a main turn (backend not connected yet or down, a prompt its chat template cannot render or its context cannot hold), llm.* answers it instead (not sampled, counted in status); false = the client gets the error."`
 	TokenizerPath       string  `yaml:"tokenizer_path" check:"path" desc:"Directory with the policy model's tokenizer.json and tokenizer_config.json (its chat template), used to encode prompts and decode samples in Go; empty = the cache written by metaclaw rl fetch-tokenizer (~/.cache/metaclaw/tokenizers/qwen3)."`
-	ManualTrainTrigger  bool    `yaml:"manual_train_trigger" default:"false" desc:"Train only when asked (metaclaw train step), never automatically."`
+	ManualTrainTrigger  bool    `yaml:"manual_train_trigger" default:"false" desc:"Train only when asked (metaclaw rl step), never automatically."`
 }
 
 // OPD configures on-policy distillation from a teacher model.

@@ -107,13 +107,18 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	})
 	routes, learning := setupLearning(ctx, cfg, st, c, log)
 	defer learning.Close()
-	rl := rlruntime.Start(ctx, rlruntime.Options{Config: cfg, Store: st, Core: c, Log: log})
+	training := newTraining(cfg, st, log)
+	rlOpts := rlruntime.Options{Config: cfg, Store: st, Core: c, Log: log}
+	training.runtimeOptions(&rlOpts)
+	rl := rlruntime.Start(ctx, rlOpts)
 	defer rl.Close() // after the core: scoring stops, the backend session ends
+	training.start(ctx, rl)
+	defer training.stop() // before the runtime closes the backend
 	if o.Hooks != nil {
 		o.Hooks(c)
 	}
 
-	sched := startScheduler(ctx, cfg, st, log)
+	sched := startScheduler(ctx, cfg, st, log, training.trainer())
 	defer sched.stop()
 
 	started := time.Now()
@@ -125,11 +130,13 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 		s.Scheduler = &ss
 		if rlruntime.Active(cfg) {
 			s.RL = rl.Status(ctx)
+			s.Training = training.status(ctx, s.RL)
 		}
 		return s
 	}
 	popts.Routes = append(routes, dashboard.Routes(st, c)...)
 	popts.Routes = append(popts.Routes, sched.routes()...)
+	popts.Routes = append(popts.Routes, training.routes()...)
 	popts.PublicRoutes = dashboard.Public()
 	popts.LoopbackOnly = isLoopbackHost(cfg.Proxy.Host)
 	rpcStop := make(chan struct{}, 1)

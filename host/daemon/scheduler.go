@@ -20,21 +20,21 @@ import (
 const schedulerStopGrace = 30 * time.Second
 
 // hostScheduler is the training scheduler as the host runs it (auto mode,
-// or rl mode with scheduler.enabled). Until the training loop exists it
-// drives scheduler.NoTrainer, and status says so.
+// or rl mode with scheduler.enabled); it drives the training loop
+// (host/rl/train) through its windows.
 type hostScheduler struct {
 	s    *scheduler.Scheduler
 	off  string // why it does not run, when s is nil
 	stop func()
 }
 
-func startScheduler(ctx context.Context, cfg *config.Config, st *store.SQLite, log zerolog.Logger) *hostScheduler {
+func startScheduler(ctx context.Context, cfg *config.Config, st *store.SQLite, log zerolog.Logger, trainer scheduler.Trainer) *hostScheduler {
 	on, why := assemble.Active(cfg)
 	if !on {
 		return &hostScheduler{off: why, stop: func() {}}
 	}
 	log = log.With().Str("part", "scheduler").Logger()
-	s, closer, err := assemble.Build(ctx, cfg, st, assemble.Options{Log: log})
+	s, closer, err := assemble.Build(ctx, cfg, st, assemble.Options{Log: log, Trainer: trainer})
 	if err != nil {
 		log.Error().Err(err).Msg("scheduler could not start; no training window will open")
 		return &hostScheduler{off: "scheduler failed to start: " + err.Error(), stop: func() {}}

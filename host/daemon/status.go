@@ -10,6 +10,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	rlruntime "github.com/metaclaw-go/metaclaw/host/rl/runtime"
+	"github.com/metaclaw-go/metaclaw/host/rl/train"
 	"github.com/metaclaw-go/metaclaw/host/scheduler"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
@@ -33,6 +34,7 @@ type Status struct {
 	Jobs          Jobs                        `json:"jobs"`
 	RL            RLState                     `json:"rl"`
 	Scheduler     *scheduler.Status           `json:"scheduler,omitempty"`
+	Training      *train.Status               `json:"training,omitempty"`
 	Providers     []string                    `json:"context_providers"`
 	LLMUsage      map[string]store.UsageTotal `json:"llm_usage"`
 	Plugins       []subplugin.Status          `json:"plugins"`

@@ -122,4 +122,13 @@ func TestActivityPageInBrowser(t *testing.T) {
 		t.Fatalf("usage table %q", usageTable)
 	}
 	screenshot(t, ctx, "dashboard-activity.png")
+	// Key 4 opens the Training tab; this host has no training loop (mode
+	// skills_only), and the tab says so.
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("4"), chromedp.WaitVisible("#training")); err != nil {
+		t.Fatal(err)
+	}
+	state, _ := chromedp.Run(ctx, chromedp.Text("#training-state"))
+	if !strings.Contains(state, "not running on this host") {
+		t.Fatalf("training tab without RL: %q", state)
+	}
 }

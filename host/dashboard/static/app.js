@@ -68,7 +68,7 @@ async function guarded(fn) {
 }
 
 // ---- tabs and keyboard ----
-const tabs = ["skills", "memories", "activity"];
+const tabs = ["skills", "memories", "activity", "training"];
 const loaders = {};
 function selectTab(name) {
   for (const t of tabs) {
@@ -96,7 +96,7 @@ function listNav(list, open) {
 document.addEventListener("keydown", (ev) => {
   const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
   if (typing) { if (ev.key === "Escape") document.activeElement.blur(); return; }
-  if (ev.key >= "1" && ev.key <= "3") selectTab(tabs[Number(ev.key) - 1]);
+  if (ev.key >= "1" && ev.key <= String(tabs.length)) selectTab(tabs[Number(ev.key) - 1]);
   if (ev.key === "/") {
     const current = tabs.find((t) => !$("#" + t).hidden);
     const box = current === "skills" ? $("#skills-q") : current === "memories" ? $("#mem-q") : null;
@@ -216,6 +216,95 @@ loaders.activity = async () => {
   renderScheduler(status.scheduler);
   flash(`${status.version} · mode ${status.mode} · up ${Math.round(status.uptime_seconds)} s`);
 };
+
+// stepChart plots one value per training step (loss, mean reward), with
+// negative values and a zero line; points carry their value as a tooltip.
+function stepChart(target, points, what) {
+  target.replaceChildren();
+  const W = target.clientWidth || 800, H = target.clientHeight || 220, pad = 36;
+  target.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  if (!points.length) {
+    const t = svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle" });
+    t.textContent = "no training step yet";
+    target.append(t);
+    return;
+  }
+  let lo = Math.min(0, ...points.map((p) => p.y)), hi = Math.max(0, ...points.map((p) => p.y));
+  if (hi === lo) hi = lo + 1;
+  const x0 = points[0].x, x1 = points[points.length - 1].x;
+  const X = (x) => pad + (x1 === x0 ? (W - pad * 2) / 2 : ((x - x0) / (x1 - x0)) * (W - pad * 2));
+  const Y = (y) => H - pad - ((y - lo) / (hi - lo)) * (H - pad * 2);
+  target.append(svg("line", { x1: pad, x2: W - pad, y1: Y(0), y2: Y(0), stroke: "currentColor", "stroke-opacity": 0.25 }));
+  target.append(svg("polyline", { points: points.map((p) => `${X(p.x)},${Y(p.y)}`).join(" "), fill: "none", stroke: palette[0], "stroke-width": 2 }));
+  for (const p of points) {
+    const c = svg("circle", { cx: X(p.x), cy: Y(p.y), r: 3, fill: palette[0] });
+    const title = svg("title", {});
+    title.textContent = `step ${p.x}: ${what} ${p.y.toPrecision(4)}`;
+    c.append(title);
+    target.append(c);
+  }
+  const top = svg("text", { x: 4, y: pad - 10 });
+  top.textContent = `${what}: ${lo.toPrecision(3)} … ${hi.toPrecision(3)}`;
+  const first = svg("text", { x: pad, y: H - pad + 16, "text-anchor": "middle" });
+  first.textContent = `step ${x0}`;
+  const last = svg("text", { x: W - pad, y: H - pad + 16, "text-anchor": "middle" });
+  last.textContent = `step ${x1}`;
+  target.append(top, first, last);
+}
+
+// ---- training (GET /v1/rl/training, /v1/rl/steps, /v1/rl/samples) ----
+loaders.training = async () => {
+  let st;
+  try {
+    st = await api("/v1/rl/training");
+  } catch (e) {
+    if (e instanceof AuthError) throw e;
+    $("#training-state").textContent = "RL training is not running on this host (mode skills_only, or RL is off).";
+    $("#training-cards").replaceChildren();
+    return;
+  }
+  if (st.state === "off") {
+    $("#training-state").textContent = "RL training is off: " + st.reason;
+    $("#training-cards").replaceChildren();
+    return;
+  }
+  const state = $("#samples-state").value;
+  const [steps, smp] = await Promise.all([api("/v1/rl/steps?limit=500"), api("/v1/rl/samples?limit=50" + (state ? "&state=" + state : ""))]);
+  const cards = $("#training-cards");
+  cards.replaceChildren();
+  const card = (label, value) => cards.append(el("div", { class: "card" }, el("b", {}, value), label));
+  const last = st.last_step;
+  card("step", st.step);
+  card("last loss", last && last.loss != null ? last.loss.toPrecision(4) : "—");
+  card("mean reward", last && last.mean_reward != null ? last.mean_reward.toFixed(2) : "—");
+  card("ready samples", `${st.ready} / ${st.batch_size}`);
+  card("last checkpoint", st.last_checkpoint ? "step " + st.last_checkpoint.step : "—");
+  $("#training-state").textContent = `${st.state}: ${st.reason} · trains ${st.trains}` + (st.model_id ? ` · model ${st.model_id}` : "");
+
+  const rows = steps.steps.slice().reverse();
+  stepChart($("#chart-loss"), rows.filter((r) => r.loss != null).map((r) => ({ x: r.step, y: r.loss })), "loss");
+  stepChart($("#chart-reward"), rows.filter((r) => r.mean_reward != null).map((r) => ({ x: r.step, y: r.mean_reward })), "mean reward");
+
+  const sb = $("#training-samples tbody");
+  sb.replaceChildren();
+  if (!smp.samples.length) sb.append(el("tr", {}, el("td", { colspan: 9, class: "muted" }, state ? `no ${state} samples` : "no samples yet")));
+  for (const s of smp.samples) {
+    const stateText = s.state_reason ? `${s.state} (${s.state_reason})` : s.state;
+    sb.append(el("tr", { "data-id": s.id }, el("td", {}, s.id), el("td", {}, new Date(s.created_at).toLocaleString()), el("td", {}, `${s.session_id} #${s.seq}`),
+      el("td", {}, stateText), el("td", {}, s.reward == null ? "—" : (s.reward > 0 ? "+" : "") + s.reward),
+      el("td", { title: s.judge_text || "" }, s.judge_votes.length ? s.judge_votes.join(" ") : "—"), el("td", {}, s.step || "—"),
+      el("td", {}, s.instruction), el("td", {}, s.response)));
+  }
+  const tb = $("#training-steps tbody");
+  tb.replaceChildren();
+  if (!steps.steps.length) tb.append(el("tr", {}, el("td", { colspan: 7, class: "muted" }, "no training step yet")));
+  for (const r of steps.steps) {
+    tb.append(el("tr", {}, el("td", {}, r.step + (r.replays ? ` (replayed ${r.replays}×)` : "")), el("td", {}, new Date(r.finished_at).toLocaleString()),
+      el("td", {}, `${r.samples} (${r.datums} learning)`), el("td", {}, r.loss == null ? "—" : r.loss.toPrecision(4)),
+      el("td", {}, r.mean_reward == null ? "—" : r.mean_reward.toFixed(2)), el("td", {}, (r.duration_ms / 1000).toFixed(2) + " s"), el("td", {}, r.checkpoint_path || "")));
+  }
+};
+$("#samples-state").addEventListener("change", () => guarded(loaders.training));
 
 // ---- training scheduler (status.scheduler, docs/status.md) ----
 function renderScheduler(sc) {

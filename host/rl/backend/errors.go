@@ -15,6 +15,10 @@ var (
 	ErrUnavailable  = errors.New("service unavailable")
 	// ErrClosed: the Backend or Trainer was closed.
 	ErrClosed = errors.New("backend closed")
+	// ErrUnusable: a Trainer refuses further work because a request's fate
+	// is unknown (the service may or may not have queued it); the training
+	// loop resumes from the last checkpoint on a new model.
+	ErrUnusable = errors.New("model unusable")
 )
 
 // APIError is an error answered by a service: an HTTP status with its

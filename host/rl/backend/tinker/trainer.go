@@ -55,7 +55,7 @@ func (t *Trainer) submitLocked(ctx context.Context, path, reqType string, o call
 		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusRequestTimeout && ae.Status != http.StatusTooManyRequests {
 			return nil, err
 		}
-		t.broken = fmt.Errorf("%s model %s is unusable: request seq_id %d may or may not have reached the service (%v); resume from the last checkpoint", t.c.name, t.id, seq, err)
+		t.broken = fmt.Errorf("%s model %s: %w: request seq_id %d may or may not have reached the service (%v); resume from the last checkpoint", t.c.name, t.id, backend.ErrUnusable, seq, err)
 		return nil, err
 	}
 	t.seq = seq
@@ -153,7 +153,7 @@ func (t *Trainer) submitForwardBackward(ctx context.Context, data []backend.Datu
 		if err != nil {
 			if len(ps) > 0 {
 				// Earlier chunks were accepted: their gradients are in.
-				t.broken = fmt.Errorf("%s model %s is unusable: forward_backward failed after %d of its chunks were accepted (%v); resume from the last checkpoint", t.c.name, t.id, len(ps), err)
+				t.broken = fmt.Errorf("%s model %s: %w: forward_backward failed after %d of its chunks were accepted (%v); resume from the last checkpoint", t.c.name, t.id, backend.ErrUnusable, len(ps), err)
 			}
 			return nil, nil, err
 		}

@@ -41,7 +41,7 @@ func (t *Trainer) seqOp(ctx context.Context, route string, build func(seq int) a
 	if err != nil {
 		var ae *backend.APIError
 		if !(errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != 429) {
-			t.broken = fmt.Errorf("weaver model %s is unusable: operation seq_id %d may or may not have been accepted (%v); resume from the last checkpoint", t.id, seq, err)
+			t.broken = fmt.Errorf("weaver model %s: %w: operation seq_id %d may or may not have been accepted (%v); resume from the last checkpoint", t.id, backend.ErrUnusable, seq, err)
 		}
 		t.mu.Unlock()
 		return nil, err
