@@ -204,6 +204,7 @@ func CheckSkill(text string) []Finding {
 		return out
 	}
 	text = fold(text)
+	out.skillSteering(text)
 	for _, p := range secretPatterns {
 		if p.re.MatchString(text) {
 			out.add(RuleSecret, p.name)

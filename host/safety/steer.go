@@ -131,3 +131,21 @@ var confusable = strings.NewReplacer(
 func fold(text string) string {
 	return confusable.Replace(norm.NFKC.String(text))
 }
+
+// skillSteering is the part of the memory rules that also holds for
+// skills: a skill is injected into every later prompt as well, and an
+// evolved one may be distilled from a session with pasted web text.
+func (fs *findings) skillSteering(text string) {
+	if loc := revealPassive.FindStringIndex(text); loc != nil && !negation.MatchString(text[max(0, loc[0]-40):loc[0]]) && !negated.MatchString(text[loc[0]:loc[1]]) {
+		fs.add(RuleRevealsSecret, fmt.Sprintf("%q", clip(text[loc[0]:loc[1]], 80)))
+	}
+	if m := fetchObey.FindString(text); m != "" {
+		fs.add(RuleRemoteCode, fmt.Sprintf("%q", clip(m, 80)))
+	}
+	if m := noApproval.FindString(text); m != "" {
+		fs.add(RuleDisables, fmt.Sprintf("%q", clip(m, 80)))
+	}
+	if m := zhOverride.FindString(text); m != "" {
+		fs.add(RuleOverrides, fmt.Sprintf("%q", m))
+	}
+}
