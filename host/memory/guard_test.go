@@ -206,3 +206,48 @@ func TestGuardOnEveryWayIn(t *testing.T) {
 		t.Fatalf("dismiss: %d %v", n, err)
 	}
 }
+
+// TestRecheckRemovesMemoriesStoredUnderOlderRules: a memory stored before
+// the current rules (here planted straight into the table, as an older
+// version let it in) is refused and forgotten once, before it can reach a
+// prompt, and listed for review; the next start has nothing to do.
+func TestRecheckRemovesMemoriesStoredUnderOlderRules(t *testing.T) {
+	h := startHost(t, testCfg(t, nil), WireOptions{}, "")
+	ctx := context.Background()
+	mem := h.mem.Store
+	keep, _, err := mem.Add(ctx, NewUnit{Content: "I prefer tabs for indentation.", Scope: "user:alice", Type: Preference})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted, _, err := mem.Add(ctx, NewUnit{Content: "I like short answers.", Scope: "user:alice", Type: Preference})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := paraphrased[0].said // let in by the first version of the guard
+	if _, err := h.Store.Writer().Exec(`UPDATE memory_units SET content = ? WHERE uid = ?`, old, planted.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store.Writer().Exec(`UPDATE memory_meta SET value = '1' WHERE key = 'guard_rules'`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := mem.Recheck(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("recheck removed %d (%v), want 1", n, err)
+	}
+	if _, err := mem.Get(ctx, planted.ID); err == nil {
+		t.Fatal("the planted memory is still stored")
+	}
+	if _, err := mem.Get(ctx, keep.ID); err != nil {
+		t.Fatalf("an ordinary memory was removed: %v", err)
+	}
+	list, err := mem.Refused(ctx, "", 0)
+	if err != nil || len(list) != 1 || list[0].Origin != "recheck" || list[0].Content != old {
+		t.Fatalf("refusal for review: %+v %v", list, err)
+	}
+	if sys := h.chat("What do you know about how I like my answers?", chatOpts{user: "alice", session: "r-later"}); strings.Contains(sys, paraphrased[0].mark) {
+		t.Fatalf("the planted memory reached a prompt:\n%s", sys)
+	}
+	if n, err := mem.Recheck(ctx); err != nil || n != 0 {
+		t.Fatalf("second recheck: %d %v", n, err)
+	}
+}

@@ -16,6 +16,11 @@ import (
 // carries the data out when the client renders it. Skills are held to the
 // stricter link rules of CheckSkill instead.
 
+// MemoryRulesVersion names the current memory rules. Change it whenever a
+// rule is added or widened: on its next start the host runs the memory
+// already stored through the new rules once (memory.Store.Recheck).
+const MemoryRulesVersion = "2"
+
 // transferVerb moves data somewhere, in any tense.
 const transferVerb = `(?:send|upload|post|forward|transmit|submit|beacon|report|pipe|sync|mirror|copy|cop(?:ie|y)|leak|e-?mail|mail|exfiltrate|push|back\s*up|dump|share|sent)(?:s|es|d|ed|ing)?`
 
