@@ -55,6 +55,10 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 	if _, err := s.HostID(ctx); err != nil {
 		return nil, err
 	}
+	// Before the first turn: nothing stored under older rules reaches a prompt.
+	if _, err := s.Recheck(ctx); err != nil {
+		return nil, err
+	}
 	h := &Host{Store: s, manual: m.ManualTrigger || !m.AutoExtract, timeout: o.FlushTimeout, log: log}
 	var sink Sink = s
 	if m.SidecarURL != "" {

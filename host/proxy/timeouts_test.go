@@ -43,8 +43,20 @@ func TestStalledBodyIsAnswered504(t *testing.T) {
 			if api == wire.Anthropic {
 				path = "/v1/messages"
 			}
-			// The client would wait forever; the proxy must not.
-			resp, body := post(t, h.proxy.URL+path, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, "X-Session-Id", "stall-"+string(api))
+			// The client would wait forever; the proxy must not. The test's
+			// own deadline (far beyond the 300 ms one) turns a hang into a failure.
+			req, _ := http.NewRequest(http.MethodPost, h.proxy.URL+path, strings.NewReader(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Session-Id", "stall-"+string(api))
+			resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatalf("the proxy did not answer a stalled body: %v", err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("the proxy did not finish its answer to a stalled body: %v", err)
+			}
 			if resp.StatusCode != http.StatusGatewayTimeout {
 				t.Fatalf("status %d: %s", resp.StatusCode, body)
 			}
