@@ -196,10 +196,13 @@ func memoryBlock(system string) string {
 		return ""
 	}
 	block = block[j:]
+	if k := strings.Index(block, core.EndMarker); k >= 0 {
+		block = block[:k]
+	}
 	if k := strings.Index(block[3:], "\n## "); k >= 0 {
 		block = block[:k+3]
 	}
-	return block
+	return strings.TrimRight(block, "\n")
 }
 
 // session runs a conversation (each message a turn, history replayed) and
