@@ -298,3 +298,21 @@ func TestMemoryThroughTheRealBinary(t *testing.T) {
 		t.Fatalf("search while running: %d %s", code, out)
 	}
 }
+
+// A search for a slot's category finds the memory in that slot: "database"
+// finds "we switched to MySQL" although the word is not in it.
+func TestMemoryCLISearchFindsSlotCategory(t *testing.T) {
+	c := newMemCLI(t)
+	var added struct {
+		Memory memory.Unit `json:"memory"`
+	}
+	c.jsonOut(&added, "add", "--user", "alice", "We switched to MySQL last month.")
+	c.jsonOut(&added, "add", "--user", "alice", "I prefer tabs for indentation.")
+	var found struct {
+		Results []memory.Hit `json:"results"`
+	}
+	c.jsonOut(&found, "search", "--user", "alice", "database")
+	if len(found.Results) != 1 || !strings.Contains(found.Results[0].Content, "MySQL") {
+		t.Fatalf("search database: %+v", found)
+	}
+}
