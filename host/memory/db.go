@@ -71,9 +71,24 @@ func indexTerms(u *Unit) []string {
 	return t
 }
 
-// renderLine is a unit's bullet in the injected block.
+// renderLine is a unit's bullet in the injected block: its statement on
+// one line, then its attached block (if any) indented under it.
 func renderLine(u *Unit) string {
-	return "- " + oneLine(u.Content, 600) + " (" + u.LastSeenAt.UTC().Format("2006-01-02") + ")"
+	line, block := splitContent(u.Content)
+	out := "- " + oneLine(line, 600) + " (" + u.LastSeenAt.UTC().Format("2006-01-02") + ")"
+	if block = strings.TrimSpace(block); block == "" {
+		return out
+	}
+	if len(block) > maxBlock+8 {
+		block = boundBlock(strings.Split(block, "\n"), false)
+	}
+	var b strings.Builder
+	b.WriteString(out)
+	for _, l := range strings.Split(block, "\n") {
+		b.WriteString("\n  ")
+		b.WriteString(strings.TrimRight(l, " \t"))
+	}
+	return b.String()
 }
 
 // insertUnit writes a new unit (and indexes it when active).

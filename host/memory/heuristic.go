@@ -30,7 +30,7 @@ func (Heuristic) Name() string { return "heuristic" }
 func (Heuristic) Extract(_ context.Context, turns []Turn) ([]Candidate, error) {
 	var out []Candidate
 	for i, t := range turns {
-		for _, c := range ExtractText(t.User) {
+		for _, c := range extractMessage(t.User, feedbackCue.MatchString(t.User)) {
 			c.Turn = i
 			if c.Subject == "" && c.Correction && i > 0 && turns[i-1].Assistant != "" && pronounOnly(c.Content) {
 				// "That's wrong, it should be 9090": say what "it" was.
@@ -101,16 +101,44 @@ const maxSentence = 400
 
 // ExtractText mines one user message.
 func ExtractText(text string) []Candidate {
+	return extractMessage(text, feedbackCue.MatchString(text))
+}
+
+// maxCandidates bounds what one message yields.
+const maxCandidates = 8
+
+// extractMessage mines one user message; feedback says it corrects an
+// answer (rules inside it are read more liberally).
+func extractMessage(text string, feedback bool) []Candidate {
 	var out []Candidate
 	seen := map[string]bool{}
-	for _, s := range sentences(text) {
-		c, ok := extractSentence(s)
+	for _, st := range statements(text) {
+		body := st.text
+		converted := false
+		if conv, ok := defectRule(body, st.defect || feedback); ok {
+			body, converted = conv, true
+		}
+		c, ok := extractSentence(body)
+		if !ok && (feedback || st.defect || converted) {
+			c, ok = ruleGeneral(body)
+		}
+		if !ok && st.block != "" {
+			c, ok = ruleAttached(body)
+		}
 		if !ok {
 			continue
 		}
+		if converted {
+			c.Tags = appendTag(c.Tags, "feedback")
+		}
 		c.Content = finishSentence(c.Content)
-		if len(Terms(c.Content)) == 0 || utf8.RuneCountInString(c.Content) < 4 {
+		if len(Terms(c.Content)) == 0 || utf8.RuneCountInString(c.Content) < 4 || fragment(c.Content) {
 			continue
+		}
+		c = asInstance(c, body)
+		if st.block != "" && c.Type != Episodic {
+			c.Content = attachBlock(c.Content, st.block)
+			c.Entities = mergeStrings(entitiesOf(body), blockKeys(st.block), 8)
 		}
 		key := string(c.Type) + "\x00" + normKey(c.Content)
 		if seen[key] {
@@ -118,10 +146,10 @@ func ExtractText(text string) []Candidate {
 		}
 		seen[key] = true
 		if c.Entities == nil {
-			c.Entities = entitiesOf(s)
+			c.Entities = entitiesOf(body)
 		}
 		out = append(out, c)
-		if len(out) == 8 {
+		if len(out) == maxCandidates {
 			break
 		}
 	}

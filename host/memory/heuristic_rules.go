@@ -397,7 +397,7 @@ var (
 		`)\s+(.+)`)
 )
 
-var enSwitched = regexp.MustCompile(`(?i)^(?:.{0,30}?[,;]\s*)?we(?:'ve| have)?(?:\s+(?:just|now|finally|recently|already))*\s+(switched|moved|migrated|changed|ported|upgraded)\s+((?:the|our)\s+)?((?:[\p{L}\p{N}_\-]+\s+){0,3}?[\p{L}\p{N}_\-]+)\s+(?:over\s+)?(?:to|onto)\s+(.+)`)
+var enSwitched = regexp.MustCompile(`(?i)^(?:.{0,30}?[,;]\s*)?(?:we|(?:the|our) (?:team|company|org|organi[sz]ation|project))(?:'ve| have| has)?(?:\s+(?:just|now|finally|recently|already))*\s+(switched|moved|migrated|changed|ported|upgraded)\s+((?:the|our)\s+)?((?:[\p{L}\p{N}_\-]+\s+){0,3}?[\p{L}\p{N}_\-]+)\s+(?:over\s+)?(?:to|onto)\s+(.+)`)
 
 func ruleProject(s string) (Candidate, bool) {
 	m := enProject.FindStringSubmatch(s)
@@ -542,6 +542,16 @@ func ruleShouldBe(s string) (Candidate, bool) {
 		return Candidate{}, false // "this must be a bug" is not a rule (corrections are handled by the caller)
 	}
 	c := Candidate{Type: Semantic, Content: capitalize(rewrite(s)), Importance: 0.75, Confidence: 0.7, Tags: []string{"rule"}}
+	if first != "you" && isGeneral(s) {
+		// "All timestamps should be in ISO 8601": a rule about a kind of thing.
+		c.Type, c.Importance = Preference, 0.8
+		c.Subject, c.Value = "pref:"+normKey(subj), normKey(val)
+		if cat, vals := categorize(val, s); cat != "" && len(vals) > 0 {
+			sort.Strings(vals)
+			c.Subject, c.Value = "pref:"+cat, "+"+strings.Join(vals, " ")
+		}
+		return c, true
+	}
 	if first == "you" {
 		c.Type = Preference
 		if cat, vals := categorize(val, s); cat != "" {
@@ -588,24 +598,41 @@ func ruleZhShould(s string) (Candidate, bool) {
 }
 
 var (
-	enMust = regexp.MustCompile(`(?i)^((?:the|our|my|all|every|each|any|no)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+)\s+(must not|mustn't|must never|must always|must|shall not|shall|should always|should never|are required to|is required to|are not allowed to|is not allowed to|may not)\s+(.+)`)
+	enMust = regexp.MustCompile(`(?i)^((?:the|our|my|all|every|each|any|no)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+)\s+(must not|mustn't|must never|must always|must|shall not|shall|should always|should never|are required to|is required to|are not allowed to|is not allowed to|may not|needs|need|requires|require)\s+(.+)`)
 	zhMust = regexp.MustCompile(`^(.{1,30}?)(必须|务必|一定要|不能|不得|禁止)(.+)`)
 )
 
-// "All PRs must be reviewed", "commits must not touch vendor/".
+// "All PRs must be reviewed", "commits must not touch vendor/", "the
+// report needs a front-matter block" (→ "Every report needs …").
 func ruleMust(s string) (Candidate, bool) {
 	if m := enMust.FindStringSubmatch(s); m != nil {
 		subj, verb, rest := strings.TrimSpace(m[1]), strings.ToLower(m[2]), strings.TrimSpace(m[3])
 		first := strings.ToLower(strings.Fields(subj + " x")[0])
-		if pronouns[first] || first == "i" || len(Terms(rest)) == 0 || strings.HasPrefix(strings.ToLower(rest), "have ") {
+		need := strings.HasPrefix(verb, "need") || strings.HasPrefix(verb, "require")
+		if pronouns[first] || first == "i" || len(Terms(rest)) == 0 || mustHaveDone(rest) ||
+			need && (first == "we" || first == "you" || strings.HasPrefix(strings.ToLower(rest), "to ")) {
 			return Candidate{}, false
 		}
 		neg := hasAny(verb, "not", "n't", "never")
-		c := Candidate{Type: Preference, Content: capitalize(rewrite(s)), Importance: 0.8, Confidence: 0.75, Tags: []string{"rule"}}
+		content := s
+		if need {
+			// A requirement of a kind of thing, not of one answer.
+			if w := strings.Fields(subj); len(w) > 1 && (strings.EqualFold(w[0], "the") || strings.EqualFold(w[0], "this") || strings.EqualFold(w[0], "your")) {
+				content = generalNP(strings.Join(w[1:], " ")) + s[len(subj):]
+			}
+		}
+		c := Candidate{Type: Preference, Content: capitalize(rewrite(content)), Importance: 0.8, Confidence: 0.75, Tags: []string{"rule"}}
 		if first == "we" {
 			c.Type = ProjectState
 		}
-		prefSlot(&c, subj+" "+rest, s, neg, true)
+		// The slot's value comes from what is required, not from the
+		// subject ("every JSON file … must have …" is not about JSON).
+		prefSlot(&c, rest, s, neg, true)
+		if strings.HasPrefix(c.Subject, "rule:") || c.Subject == "" {
+			if k := normKey(subj + " " + rest); k != "" {
+				c.Subject = "rule:" + k
+			}
+		}
 		return c, true
 	}
 	if m := zhMust.FindStringSubmatch(s); m != nil && len(Terms(m[3])) > 0 && !hasAny(m[1], "它", "这", "那") {
@@ -615,6 +642,19 @@ func ruleMust(s string) (Candidate, bool) {
 	}
 	return Candidate{}, false
 }
+
+// mustHaveDone: "must have missed it" is a guess, not a rule ("must have
+// a header" is).
+func mustHaveDone(rest string) bool {
+	w := strings.Fields(strings.ToLower(rest) + " x x")
+	if w[0] != "have" {
+		return false
+	}
+	p := w[1]
+	return strings.HasSuffix(p, "ed") || strings.HasSuffix(p, "en") || participles[p]
+}
+
+var participles = setOf(`been gone done seen made got had lost left forgot put run sent`)
 
 // ---- episodes ----
 

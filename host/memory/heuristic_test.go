@@ -43,7 +43,7 @@ func TestHeuristicExtract(t *testing.T) {
 		{"That's wrong, it should be 9090.", Semantic, "", "", "It should be 9090", true},
 		{"No, the staging port is 9090.", Semantic, "fact:port stag", "9090", "The staging port is 9090", true},
 		{"Remember that the staging port is 8080.", Semantic, "fact:port stag", "8080", "The staging port is 8080", false},
-		{"All PRs must be reviewed by two people.", Semantic, "fact:prs", "people review", "must be reviewed", false},
+		{"All PRs must be reviewed by two people.", Preference, "pref:prs", "people review", "must be reviewed", false},
 		{"Code must not touch the vendor directory.", Preference, "", "-", "Code must not touch", false},
 		{"Keep answers short.", Preference, "pref:verbosity", "+short", "Keep answers short", false},
 		{"Today we shipped v2.0 of the billing service.", Episodic, "", "", "the team shipped v2.0", false},

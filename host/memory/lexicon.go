@@ -14,6 +14,9 @@ type category struct {
 	weak []string
 	// topics name the category itself ("indentation", "缩进").
 	topics []string
+	// related are words of a request the category's memories serve ("an
+	// S3 bucket" is about the cloud the team uses): they expand queries.
+	related []string
 }
 
 var categories = []category{
@@ -22,21 +25,21 @@ var categories = []category{
 	{name: "reply_language", values: []string{"english", "chinese", "mandarin", "japanese", "korean", "spanish", "french", "german", "中文", "英文", "汉语", "英语", "日语", "日文", "韩语"},
 		topics: []string{"language", "reply", "respond", "answer", "语言", "回复", "回答"}},
 	{name: "database", values: []string{"postgresql", "mysql", "sqlite", "mongodb", "mariadb", "oracle", "dynamodb", "cassandra", "supabase", "cockroachdb", "clickhouse", "duckdb"},
-		topics: []string{"database", "数据", "据库"}},
-	{name: "package_manager", values: []string{"npm", "yarn", "pnpm", "bun", "pip", "poetry", "uv", "conda", "pipenv"}, topics: []string{"package", "包管", "管理"}},
-	{name: "editor", values: []string{"vim", "neovim", "nvim", "emacs", "vscode", "intellij", "goland", "pycharm", "sublime", "zed", "helix"}, topics: []string{"editor", "ide", "编辑"}},
+		topics: []string{"database", "数据", "据库"}, related: []string{"migration", "migrations", "schema", "迁移", "表结构"}},
+	{name: "package_manager", values: []string{"npm", "yarn", "pnpm", "bun", "pip", "poetry", "uv", "conda", "pipenv"}, topics: []string{"package", "包管", "管理"}, related: []string{"dependency", "dependencies", "install", "lockfile", "依赖"}},
+	{name: "editor", values: []string{"vim", "neovim", "nvim", "emacs", "vscode", "intellij", "goland", "pycharm", "sublime", "zed", "helix"}, topics: []string{"editor", "ide", "编辑"}, related: []string{"keybinding", "shortcut", "plugin", "快捷键", "插件"}},
 	{name: "os", values: []string{"linux", "macos", "windows", "ubuntu", "debian", "fedora", "arch"}, weak: []string{"mac"}, topics: []string{"os", "system", "laptop", "系统"}},
-	{name: "shell", values: []string{"bash", "zsh", "fish", "powershell"}, topics: []string{"shell", "terminal"}},
-	{name: "test_framework", values: []string{"pytest", "unittest", "jest", "vitest", "mocha", "rspec", "junit", "testify"}, topics: []string{"test", "testing", "测试"}},
-	{name: "cloud", values: []string{"aws", "gcp", "azure", "vercel", "heroku", "netlify", "cloudflare", "阿里", "阿里云", "腾讯"}, topics: []string{"cloud", "hosting", "host", "云上"}},
+	{name: "shell", values: []string{"bash", "zsh", "fish", "powershell"}, topics: []string{"shell", "terminal"}, related: []string{"script", "alias", "prompt", "脚本"}},
+	{name: "test_framework", values: []string{"pytest", "unittest", "jest", "vitest", "mocha", "rspec", "junit", "testify"}, topics: []string{"test", "testing", "测试"}, related: []string{"tests", "unit test", "单元测试"}},
+	{name: "cloud", values: []string{"aws", "gcp", "azure", "vercel", "heroku", "netlify", "cloudflare", "阿里", "阿里云", "腾讯"}, topics: []string{"cloud", "hosting", "host", "云上"}, related: []string{"s3", "ec2", "bucket", "lambda", "infrastructure", "infra", "region", "serverless", "云"}},
 	{name: "frontend_framework", values: []string{"react", "vue", "svelte", "angular", "nextjs", "nuxt", "solidjs"}, topics: []string{"frontend", "framework", "前端", "框架"}},
-	{name: "ci", values: []string{"jenkins", "circleci", "travis", "buildkite", "actions"}, topics: []string{"ci", "pipeline"}},
+	{name: "ci", values: []string{"jenkins", "circleci", "travis", "buildkite", "actions"}, topics: []string{"ci", "pipeline"}, related: []string{"workflow", "流水线"}},
 	{name: "verbosity", values: []string{"concise", "brief", "terse", "detailed", "verbose", "thorough", "简洁", "简短", "详细", "简单"}, weak: []string{"short", "long"},
 		topics: []string{"answer", "reply", "response", "explanation", "回答", "回复", "解释"}},
 	{name: "theme", weak: []string{"dark", "light"}, topics: []string{"mode", "theme", "主题", "模式"}},
 	{name: "naming", values: []string{"camelcase", "snake", "kebab", "pascalcase"}, topics: []string{"naming", "name", "命名"}},
 	{name: "units", values: []string{"metric", "imperial", "celsius", "fahrenheit", "公制", "英制"}, topics: []string{"unit", "units", "单位"}},
-	{name: "timezone", values: []string{"utc", "pst", "pdt", "est", "edt", "cet", "cest", "gmt", "jst", "ist"}, topics: []string{"timezone", "时区"}},
+	{name: "timezone", values: []string{"utc", "pst", "pdt", "est", "edt", "cet", "cest", "gmt", "jst", "ist"}, topics: []string{"timezone", "时区"}, related: []string{"time", "schedule", "meeting", "clock", "reminder", "deadline", "时间", "会议", "上午", "下午", "晚上", "几点"}},
 	{name: "output_format", values: []string{"markdown", "json", "yaml", "csv"}, weak: []string{"table", "plain", "bullet"}, topics: []string{"format", "output", "格式"}},
 	{name: "programming_language", values: []string{"python", "rust", "java", "typescript", "javascript", "ruby", "kotlin", "swift", "csharp", "php", "scala", "elixir", "haskell", "zig"},
 		weak: []string{"go"}, topics: []string{"language", "lang", "语言"}},
@@ -66,7 +69,7 @@ func init() {
 	}
 	for i := range categories {
 		c := &categories[i]
-		c.values, c.weak, c.topics = norm(c.values), norm(c.weak), norm(c.topics)
+		c.values, c.weak, c.topics, c.related = norm(c.values), norm(c.weak), norm(c.topics), norm(c.related)
 	}
 }
 
@@ -162,4 +165,69 @@ func hasAny(s string, phrases ...string) bool {
 		}
 	}
 	return false
+}
+
+// maxQueryTerms bounds the terms of a query (before expansion).
+const maxQueryTerms = 48
+
+// expansionWeight is how much a term added by expansion counts towards a
+// query's coverage.
+const expansionWeight = 0.5
+
+// expandQuery returns the distinct terms of the texts (newest text first)
+// and their weights; a term naming a category (or a request it serves:
+// "database", "an S3 bucket") adds the category's values and names at half
+// weight, so "which database should the migrations target?" meets "the team
+// switched to MySQL" and a search for "database" finds it. A value adds the
+// category's names ("mysql" → "database"), not the other values.
+func expandQuery(texts []string) ([]string, map[string]float64) {
+	var base []string
+	for i := len(texts) - 1; i >= 0 && len(base) < maxQueryTerms; i-- {
+		base = append(base, Terms(texts[i])...)
+	}
+	base = distinct(base)
+	if len(base) > maxQueryTerms {
+		base = base[:maxQueryTerms]
+	}
+	weight := make(map[string]float64, len(base)+8)
+	for _, t := range base {
+		weight[t] = 1
+	}
+	set := make(map[string]struct{}, len(base))
+	for _, t := range base {
+		set[t] = struct{}{}
+	}
+	out := base
+	addAll := func(list []string) {
+		for _, v := range list {
+			for _, t := range strings.Fields(v) {
+				if _, ok := weight[t]; !ok && len(out) < maxQueryTerms+16 {
+					weight[t] = expansionWeight
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	for _, c := range categories {
+		named := false
+		for _, list := range [][]string{c.topics, c.related} {
+			for _, t := range list {
+				if containsAll(set, t) {
+					named = true
+				}
+			}
+		}
+		if named {
+			addAll(c.values)
+			addAll(c.topics)
+			continue
+		}
+		for _, v := range c.values {
+			if containsAll(set, v) {
+				addAll(c.topics)
+				break
+			}
+		}
+	}
+	return out, weight
 }

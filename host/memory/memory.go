@@ -119,8 +119,11 @@ var ErrNotFound = errors.New("memory not found")
 type Options struct {
 	// DefaultScope replaces the scope "default" (memory.scope).
 	DefaultScope string
-	// TopK and MaxTokens bound the injected section (memory.top_k, memory.max_tokens).
+	// TopK bounds the relevant facts, StandingK the standing rules and
+	// preferences (negative: none), MaxTokens the whole injected section
+	// (memory.top_k, memory.standing_top_k, memory.max_tokens).
 	TopK      int
+	StandingK int
 	MaxTokens int
 	// Extractor mines turns; default the heuristic one.
 	Extractor Extractor
@@ -166,6 +169,9 @@ func open(w, r *sql.DB, o Options) *Store {
 	}
 	if o.TopK <= 0 {
 		o.TopK = 6
+	}
+	if o.StandingK == 0 {
+		o.StandingK = 16
 	}
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = 800

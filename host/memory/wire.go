@@ -100,8 +100,11 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 // OptionsFromConfig maps memory.* onto store options (extractor, embedder).
 func OptionsFromConfig(cfg *config.Config, st *store.SQLite, log zerolog.Logger, o WireOptions) Options {
 	m := cfg.Memory
+	if m.StandingTopK == 0 {
+		m.StandingTopK = -1 // memory.standing_top_k: 0 turns the standing section off
+	}
 	opts := Options{
-		DefaultScope: m.Scope, TopK: m.TopK, MaxTokens: m.MaxTokens, Mode: m.RetrievalMode,
+		DefaultScope: m.Scope, TopK: m.TopK, StandingK: m.StandingTopK, MaxTokens: m.MaxTokens, Mode: m.RetrievalMode,
 		NoConsolidate: !m.AutoConsolidate, Now: o.Now, Log: log,
 	}
 	switch {

@@ -10,12 +10,15 @@ import (
 // Wording: how extracted statements are rewritten into third-person
 // memories, and the entities named in them.
 
+var ourTeam = regexp.MustCompile(`(?i)\bour (team|company|org|organi[sz]ation)\b`)
+
 var pronounWord = regexp.MustCompile(`(?i)\b(i'm|i am|i've|i have|i'd|i'll|i was|i|my|mine|me|myself|we're|we are|we've|we have|we'd|we'll|we were|we|our|ours|us|ourselves|you're|you are|you've|you have|you'll|you'd|your|yours|yourself|you)\b`)
 
 // rewrite turns first- and second-person words into third person ("my" →
 // "the user's", "we" → "the team", "you" → "the assistant") and fixes the
 // verb that follows a rewritten subject ("we use" → "the team uses").
 func rewrite(s string) string {
+	s = ourTeam.ReplaceAllString(s, "the $1")
 	if !pronounWord.MatchString(s) {
 		return s
 	}
@@ -185,6 +188,9 @@ func capitalize(s string) string {
 	r, n := utf8.DecodeRuneInString(s)
 	if n == 0 || !unicode.IsLower(r) {
 		return s
+	}
+	if w := strings.Fields(s)[0]; strings.ContainsAny(w, "_0123456789") || strings.ToLower(w) != w {
+		return s // an identifier (last_updated, iOS, v1.2) keeps its case
 	}
 	return string(unicode.ToUpper(r)) + s[n:]
 }

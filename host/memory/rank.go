@@ -1,0 +1,464 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/embed"
+)
+
+// Ranking: which units a turn's words reach (bm25 over the rarest query
+// terms, the scope's standing pool, with embeddings the nearest vectors,
+// session summaries when the user picks up a thread), and how each scores.
+// The same code ranks from the in-memory index (the request path) and from
+// SQLite (the reference the index is tested against).
+
+// source is where ranking reads units.
+type source interface {
+	// frequencies returns the document frequency of each visibility key +
+	// term, of "#"+key (the units of a visibility) and of "#" (all units).
+	frequencies(ctx context.Context, vis, terms []string) (map[string]int, error)
+	// match returns the best limit units holding any of the index tokens by
+	// bm25 (lower is better), best first, ties by row id.
+	match(ctx context.Context, tokens []string, limit int) ([]*Unit, []float64, error)
+	// pool returns one visibility's standing pool and newest summaries.
+	pool(ctx context.Context, vis string) (*visPool, error)
+	// units reads units by row id (embedding hits), in any order.
+	units(ctx context.Context, ids []int64) ([]*Unit, error)
+	// vectors returns one visibility's embeddings.
+	vectors(ctx context.Context, vis string) ([]vecEntry, error)
+}
+
+// visPool is what every query of a visibility considers: the standing
+// units (best standingPool by standing score) and the newest summaries.
+type visPool struct {
+	standing []*Unit
+	sets     []map[string]struct{}
+	summary  []*Unit
+}
+
+// standingPool bounds the standing units a query considers.
+const standingPool = 48
+
+type vecEntry struct {
+	rowid int64
+	v     []float32
+}
+
+// standingKind: a unit that applies to every turn — a preference or rule,
+// or the user's name.
+func standingKind(u *Unit) bool {
+	return u.Type == Preference || u.Subject == "fact:name"
+}
+
+// standingScore ranks standing units without a query: importance (decayed,
+// reinforced by repetition), how often it was stated, how recently.
+func standingScore(u *Unit, now time.Time) float64 {
+	imp := effectiveImportance(u, now)
+	ment := min(1, math.Log2(float64(max(1, u.Mentions)))/4)
+	age := max(0, now.Sub(u.LastSeenAt).Hours()/24)
+	rec := math.Exp(-age / 30)
+	return 0.5*imp + 0.3*ment + 0.2*rec
+}
+
+// selectPool keeps the best standingPool standing units, best first.
+func selectPool(units []*Unit, now time.Time) []*Unit {
+	type su struct {
+		u *Unit
+		s float64
+	}
+	all := make([]su, 0, len(units))
+	for _, u := range units {
+		if standingKind(u) && u.Status == StatusActive && (u.ExpiresAt == nil || u.ExpiresAt.After(now)) {
+			all = append(all, su{u, standingScore(u, now)})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return better(all[i].s, all[j].s, all[i].u.rowid, all[j].u.rowid) })
+	if len(all) > standingPool {
+		all = all[:standingPool]
+	}
+	out := make([]*Unit, len(all))
+	for i, x := range all {
+		out[i] = x.u
+	}
+	return out
+}
+
+// unitTermSet is what a query's terms are matched against.
+func unitTermSet(u *Unit) map[string]struct{} {
+	set := make(map[string]struct{}, 16)
+	for _, t := range indexTerms(u) {
+		set[t] = struct{}{}
+	}
+	return set
+}
+
+var continuityCue = regexp.MustCompile(`(?i)\b(?:last time|yesterday|earlier|previous(?:ly)?|where were we|where did we leave|continue|pick up|resume|as before|we discussed|we were (?:doing|working))\b|上次|昨天|之前|继续|接着|刚才`)
+
+// minCosine is the similarity at which an embedding alone makes a unit a
+// candidate.
+const minCosine = 0.35
+
+// relevantCoverage is the share of the query (idf-weighted) a fact must
+// cover, when it matches only one of its terms, to be relevant to the turn.
+const relevantCoverage = 0.15
+
+// scored is one candidate and its scores.
+type scored struct {
+	u            *Unit
+	set          map[string]struct{}
+	pool         bool // from the standing pool
+	standingKind bool
+	cue          bool // a session summary, asked for
+	matched      []string
+	emb          float64
+	score        float64 // as a fact: relevance, importance, recency, type
+	rule         float64 // as a standing rule: standing score and relevance
+	relevant     bool    // as a fact: the turn is about it
+}
+
+func (c *scored) termSet() map[string]struct{} {
+	if c.set == nil {
+		c.set = unitTermSet(c.u)
+	}
+	return c.set
+}
+
+// hit copies the unit out (the candidates point into shared caches).
+func (c *scored) hit(asRule bool) Hit {
+	sort.Strings(c.matched)
+	score := c.score
+	if asRule {
+		score = c.rule
+	}
+	return Hit{Unit: *c.u, Score: math.Round(score*1e4) / 1e4, Matched: c.matched,
+		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue)}
+}
+
+// score finds and scores the candidates of q. standing adds the scope's
+// standing pool and, on a continuity cue, its newest summaries.
+func (s *Store) score(ctx context.Context, src source, q Query, vis []string, standing bool) ([]scored, error) {
+	scope := s.ScopeKey(q.Scope)
+	if vis == nil {
+		vis = visible(scope, q.Agent)
+	}
+	now := s.now()
+	qterms, weight := expandQuery(q.Texts)
+
+	// Document frequencies (per visibility) decide which terms are worth
+	// asking for: a term in most units costs much and ranks little.
+	if max := 600 / len(vis); len(qterms) > max {
+		qterms = qterms[:max]
+	}
+	keyDF, err := src.frequencies(ctx, vis, qterms)
+	if err != nil {
+		return nil, err
+	}
+	df := make(map[string]int, len(qterms))
+	total := 0
+	for _, v := range vis {
+		k := visKey(v)
+		total += keyDF["#"+k]
+		for _, t := range qterms {
+			df[t] += keyDF[k+t]
+		}
+	}
+	idf := func(t string) float64 {
+		d := float64(df[t])
+		return math.Log(1 + (float64(total)-d+0.5)/(d+0.5))
+	}
+	var present []string
+	for _, t := range qterms {
+		if df[t] > 0 {
+			present = append(present, t)
+		}
+	}
+	// Rarest first, within a budget of postings: the work is bounded
+	// whatever the query, and rare terms are the ones that rank.
+	byRarity := append([]string(nil), present...)
+	sort.SliceStable(byRarity, func(i, j int) bool { return df[byRarity[i]] < df[byRarity[j]] })
+	budget := max(200, total/400)
+	var match []string
+	spent := 0
+	for _, t := range byRarity {
+		if len(match) == 8 || spent+df[t] > budget && len(match) > 0 || df[t] > budget {
+			break
+		}
+		match = append(match, t)
+		spent += df[t]
+	}
+
+	cands := make(map[int64]*scored, 64)
+	var order []int64
+	add := func(u *Unit, set map[string]struct{}, pool bool) *scored {
+		if c, ok := cands[u.rowid]; ok {
+			c.pool = c.pool || pool
+			if c.set == nil {
+				c.set = set
+			}
+			return c
+		}
+		c := &scored{u: u, set: set, pool: pool}
+		cands[u.rowid] = c
+		order = append(order, u.rowid)
+		return c
+	}
+	bm := map[int64]float64{}
+	if len(match) > 0 {
+		var toks []string
+		for _, t := range match {
+			for _, v := range vis {
+				if k := visKey(v) + t; keyDF[k] > 0 {
+					toks = append(toks, k)
+				}
+			}
+		}
+		units, scores, err := src.match(ctx, toks, 24)
+		if err != nil {
+			return nil, err
+		}
+		for i, u := range units {
+			add(u, nil, false)
+			bm[u.rowid] = scores[i]
+		}
+	}
+	cue := false
+	for _, t := range q.Texts {
+		if continuityCue.MatchString(t) {
+			cue = true
+		}
+	}
+	var pools []*visPool
+	if standing || s.embeddingsOn() {
+		for _, v := range vis {
+			p, err := src.pool(ctx, v)
+			if err != nil {
+				return nil, err
+			}
+			pools = append(pools, p)
+		}
+	}
+	if standing {
+		for _, p := range pools {
+			for i, u := range p.standing {
+				add(u, p.sets[i], true)
+			}
+			if cue {
+				for _, u := range p.summary {
+					add(u, nil, false)
+				}
+			}
+		}
+	}
+	cos := map[int64]float64{}
+	if s.embeddingsOn() && len(q.Texts) > 0 {
+		if err := s.nearest(ctx, src, q, vis, cos); err != nil {
+			s.o.Log.Debug().Err(err).Msg("memory: query embedding failed; ranking without it")
+		} else {
+			var need []int64
+			for id := range cos {
+				if _, ok := cands[id]; !ok {
+					need = append(need, id)
+				}
+			}
+			sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
+			units, err := src.units(ctx, need)
+			if err != nil {
+				return nil, fmt.Errorf("memory: read hits: %w", err)
+			}
+			for _, u := range units {
+				add(u, nil, false)
+			}
+		}
+	}
+
+	// Score: lexical (bm25 and idf-weighted coverage of the query), entity
+	// overlap, embedding similarity, importance (decayed), recency, type.
+	var qw float64
+	qset := make(map[string]struct{}, len(present))
+	for _, t := range present {
+		qset[t] = struct{}{}
+		qw += weight[t] * idf(t)
+	}
+	maxBM := 0.0
+	for _, v := range bm {
+		maxBM = max(maxBM, -v)
+	}
+	out := make([]scored, 0, len(order))
+	for _, id := range order {
+		c := cands[id]
+		u := c.u
+		if u.Status != StatusActive || u.ExpiresAt != nil && !u.ExpiresAt.After(now) || !contains(vis, u.vis) {
+			continue
+		}
+		uterms := c.termSet()
+		var cov float64
+		var matched []string
+		for _, t := range present {
+			if _, ok := uterms[t]; ok {
+				cov += weight[t] * idf(t)
+				matched = append(matched, t)
+			}
+		}
+		emb := cos[id]
+		isCue := u.Type == WorkingSummary && cue
+		// Session summaries quote what was said, superseded statements
+		// included: they come only when the user asks to pick up the thread.
+		if !((len(matched) > 0 || emb >= minCosine || c.pool) && u.Type != WorkingSummary || isCue) {
+			continue
+		}
+		if qw > 0 {
+			cov /= qw
+		}
+		lex := 0.0
+		if b, ok := bm[id]; ok && maxBM > 0 {
+			lex = 0.5 * (-b / maxBM)
+		}
+		lex += 0.5 * min(1, 2*cov)
+		ent := 0.0
+		if len(u.Entities) > 0 && len(matched) > 0 {
+			n := 0
+			for _, e := range u.Entities {
+				for _, t := range Terms(e) {
+					if _, ok := qset[t]; ok {
+						n++
+						break
+					}
+				}
+			}
+			ent = float64(n) / float64(len(u.Entities))
+		}
+		imp := effectiveImportance(u, now)
+		ageDays := now.Sub(u.LastSeenAt).Hours() / 24
+		rec := math.Exp(-max(0, ageDays) / 14)
+		score := 0.45*lex + 0.1*ent + 0.3*imp + 0.1*rec
+		if s.embeddingsOn() {
+			score += 0.3 * max(0, emb)
+		}
+		if isCue {
+			score += 0.3
+		}
+		score *= typeBoost[u.Type] * (0.8 + 0.2*u.Confidence)
+		c.matched, c.emb, c.cue = matched, emb, isCue
+		c.score = math.Round(score*1e4) / 1e4
+		c.standingKind = standingKind(u)
+		if c.standingKind {
+			rel := 0.0
+			if len(matched) > 0 || emb >= minCosine {
+				rel = lex + 0.3*max(0, emb)
+			}
+			c.rule = math.Round((standingScore(u, now)+0.5*rel)*1e4) / 1e4
+		}
+		c.relevant = len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
+		out = append(out, *c)
+	}
+	return out, nil
+}
+
+func reason(lex, standing, emb, cue bool) string {
+	var r []string
+	if lex {
+		r = append(r, "matched")
+	}
+	if emb {
+		r = append(r, "similar")
+	}
+	if standing {
+		r = append(r, "standing")
+	}
+	if cue {
+		r = append(r, "continuity")
+	}
+	return strings.Join(r, ",")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var typeBoost = map[Type]float64{Preference: 1, Semantic: 1, ProjectState: 1, Episodic: 0.85, WorkingSummary: 0.8}
+
+// halfLife is how fast a type's importance fades after it was last stated.
+var halfLife = map[Type]float64{Preference: 365, Semantic: 270, ProjectState: 120, Episodic: 30, WorkingSummary: 7}
+
+// effectiveImportance is computed at read time from timestamps (so decay is
+// idempotent): importance, reinforced by repetition, halved every half-life
+// since the unit was last stated; stated preferences and facts keep at least
+// half their weight.
+func effectiveImportance(u *Unit, now time.Time) float64 {
+	imp := u.Importance
+	if u.Mentions > 1 {
+		imp += 0.05 * math.Log2(float64(u.Mentions))
+	}
+	imp = min(1, imp)
+	age := max(0, now.Sub(u.LastSeenAt).Hours()/24)
+	hl := halfLife[u.Type]
+	if hl == 0 {
+		hl = 90
+	}
+	d := math.Pow(0.5, age/hl)
+	floor := 0.1
+	if u.Type == Preference || u.Type == Semantic {
+		floor = 0.5
+	}
+	return imp * max(d, floor)
+}
+
+func (s *Store) embeddingsOn() bool {
+	return s.o.Embedder != nil && s.o.Mode != "keyword"
+}
+
+// nearest embeds the query and scans the visible vectors exactly.
+func (s *Store) nearest(ctx context.Context, src source, q Query, vis []string, cos map[int64]float64) error {
+	text := strings.Join(q.Texts, "\n")
+	if len(text) > 4000 {
+		text = text[len(text)-4000:]
+	}
+	ectx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	vecs, err := s.o.Embedder.Embed(ectx, []string{text})
+	if err != nil || len(vecs) != 1 {
+		if err == nil {
+			err = fmt.Errorf("embedder returned %d vectors", len(vecs))
+		}
+		return err
+	}
+	qv := vecs[0]
+	type sc struct {
+		id int64
+		c  float64
+	}
+	var best []sc
+	for _, v := range vis {
+		entries, err := src.vectors(ctx, v)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if len(e.v) != len(qv) {
+				continue
+			}
+			if d := float64(embed.Dot(qv, e.v)); d >= 0.2 {
+				best = append(best, sc{e.rowid, d})
+			}
+		}
+	}
+	sort.Slice(best, func(i, j int) bool { return better(best[i].c, best[j].c, best[i].id, best[j].id) })
+	if len(best) > 24 {
+		best = best[:24]
+	}
+	for _, b := range best {
+		cos[b.id] = b.c
+	}
+	return nil
+}
