@@ -598,7 +598,7 @@ func ruleZhShould(s string) (Candidate, bool) {
 }
 
 var (
-	enMust = regexp.MustCompile(`(?i)^((?:the|our|my|all|every|each|any|no)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+)\s+(must not|mustn't|must never|must always|must|shall not|shall|should always|should never|are required to|is required to|are not allowed to|is not allowed to|may not|needs|need|requires|require)\s+(.+)`)
+	enMust = regexp.MustCompile(`(?i)^((?:the|our|my|all|every|each|any|no)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+?)\s+(?:only\s+|also\s+|still\s+|really\s+|always\s+)?(must not|mustn't|must never|must always|must|shall not|shall|should always|should never|are required to|is required to|are not allowed to|is not allowed to|may not|needs|need|requires|require)\s+(.+)`)
 	zhMust = regexp.MustCompile(`^(.{1,30}?)(必须|务必|一定要|不能|不得|禁止)(.+)`)
 )
 

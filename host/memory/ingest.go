@@ -127,6 +127,17 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		}
 		fresh = append(fresh, t)
 	}
+	// Sentences recurring verbatim across the scope's turns say nothing new.
+	// (A provisional pass reads turns the real extraction reads again: only
+	// the real one counts them.)
+	if b.provisional == nil {
+		for _, t := range fresh {
+			s.phrases.observe(t.Scope+"\x00"+t.Agent, t.User)
+		}
+	}
+	for i, t := range fresh {
+		fresh[i].User = s.phrases.strip(t.Scope+"\x00"+t.Agent, t.User)
+	}
 	ex := s.o.Extractor
 	if b.provisional != nil {
 		ex = b.provisional.extractor

@@ -148,6 +148,8 @@ type Store struct {
 	hostOnce sync.Once
 	hostID   string
 
+	phrases phraseRing // recent sentences per scope and agent (boilerplate)
+
 	cacheMu sync.Mutex
 	cache   map[string]*visCache // per visibility token, valid for one generation
 
