@@ -33,11 +33,15 @@ import (
 //   - size: the mean length of the Memories section in characters.
 
 type teachingFamily struct {
-	Family      string         `json:"family"`
-	User        string         `json:"user"`
-	Boilerplate string         `json:"boilerplate"`
-	Rules       []teachingRule `json:"rules"`
-	Days        []teachingDay  `json:"days"`
+	Family string `json:"family"`
+	User   string `json:"user"`
+	System string `json:"system"`
+	// Boilerplate is appended by the client to feedback turns, or to every
+	// turn when BoilerplateOn is "every".
+	Boilerplate   string         `json:"boilerplate"`
+	BoilerplateOn string         `json:"boilerplate_on"`
+	Rules         []teachingRule `json:"rules"`
+	Days          []teachingDay  `json:"days"`
 }
 
 type teachingRule struct {
@@ -123,10 +127,14 @@ func replayTeaching(t *testing.T, f teachingFamily, verbose bool) teachingMetric
 			clk.Advance(day)
 		}
 		session := fmt.Sprintf("%s-day%02d", f.User, d.Day)
-		msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are the data team's assistant.")}
+		system := f.System
+		if system == "" {
+			system = "You are a helpful assistant."
+		}
+		msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system)}
 		for ti, turn := range d.Turns {
 			text := turn.User
-			if turn.Feedback && f.Boilerplate != "" {
+			if f.Boilerplate != "" && (turn.Feedback || f.BoilerplateOn == "every") {
 				text += "\n\n" + f.Boilerplate
 			}
 			msgs = append(msgs, openai.UserMessage(text))
