@@ -81,7 +81,7 @@ func (s *Store) Add(ctx context.Context, n NewUnit) (Unit, string, error) {
 			v = vecs[0]
 		}
 		var err error
-		out, uid, err = s.apply(ctx, tx, &u, v, now)
+		out, uid, err = s.apply(ctx, tx, &u, v, now, nil)
 		return err
 	})
 	if err != nil {

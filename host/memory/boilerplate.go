@@ -1,9 +1,12 @@
 package memory
 
 import (
+	"context"
+	"database/sql"
 	"hash/fnv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Boilerplate is a sentence that recurs verbatim across many of a user's
@@ -36,6 +39,7 @@ type scopeRing struct {
 	n      int            // turns recorded
 	counts map[uint64]int // turns of the ring holding the sentence
 	first  map[uint64]int // index of the first of them
+	known  map[uint64]bool
 }
 
 func sentenceHash(s string) (uint64, bool) {
@@ -74,7 +78,7 @@ func (p *phraseRing) ring(key string) *scopeRing {
 		if len(p.scopes) >= maxRingScopes {
 			clear(p.scopes)
 		}
-		r = &scopeRing{counts: map[uint64]int{}, first: map[uint64]int{}}
+		r = &scopeRing{counts: map[uint64]int{}, first: map[uint64]int{}, known: map[uint64]bool{}}
 		p.scopes[key] = r
 	}
 	return r
@@ -107,10 +111,12 @@ func (p *phraseRing) observe(key, text string) {
 }
 
 // strip returns text without the sentences that are boilerplate for key
-// (as observed so far: observe a batch's turns first, then strip them).
-func (p *phraseRing) strip(key, text string) string {
+// (as observed so far: observe a batch's turns first, then strip them),
+// and (with mark) those of them found to be boilerplate for the first time:
+// what was learned from them before is retracted.
+func (p *phraseRing) strip(key, text string, mark bool) (string, []string) {
 	ss, hs := splitSentences(text)
-	var drop []string
+	var drop, fresh []string
 	p.mu.Lock()
 	if r := p.scopes[key]; r != nil {
 		for i, h := range hs {
@@ -121,6 +127,13 @@ func (p *phraseRing) strip(key, text string) string {
 			since := r.n - max(r.first[h], r.n-ringTurns)
 			if float64(c) >= boilerplateShare*float64(since) {
 				drop = append(drop, ss[i])
+				if mark && !r.known[h] {
+					if len(r.known) > 4096 {
+						clear(r.known)
+					}
+					r.known[h] = true
+					fresh = append(fresh, ss[i])
+				}
 			}
 		}
 	}
@@ -128,5 +141,34 @@ func (p *phraseRing) strip(key, text string) string {
 	for _, d := range drop {
 		text = strings.ReplaceAll(text, d, "")
 	}
-	return text
+	return text, fresh
+}
+
+// boilerplateSentence is a sentence found to be boilerplate in a scope.
+type boilerplateSentence struct {
+	scope, agent, text string
+}
+
+// retractBoilerplate supersedes the units learned from a sentence now known
+// to be boilerplate (what the heuristic reads in it, word for word).
+func (s *Store) retractBoilerplate(ctx context.Context, tx *sql.Tx, b boilerplateSentence, now time.Time) error {
+	for _, c := range ExtractText(b.text) {
+		u := Unit{Scope: b.scope, Content: normalizeContent(c.Content)}
+		if c.Type == Episodic {
+			u.Agent = b.agent
+		}
+		u.vis = visToken(u.Scope, u.Agent)
+		similar, err := similarUnits(ctx, tx, &u)
+		if err != nil {
+			return err
+		}
+		for i := range similar {
+			if normKey(similar[i].Content) == normKey(u.Content) {
+				if err := supersede(ctx, tx, &similar[i], "", now, "boilerplate: repeated verbatim on most messages"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

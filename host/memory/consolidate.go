@@ -25,7 +25,10 @@ import (
 //     statement supersedes the older (which stays, status superseded);
 //   - a correction without a subject supersedes the most similar older unit;
 //   - otherwise the unit is added.
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, u *Unit, vec []float32, now time.Time) (string, string, error) {
+//
+// batch maps the units already written by this batch to the message each
+// came from: two statements of one message are never one rule.
+func (s *Store) apply(ctx context.Context, tx *sql.Tx, u *Unit, vec []float32, now time.Time, batch map[string]string) (string, string, error) {
 	u.vis = visToken(u.Scope, u.Agent)
 	consolidate := !s.o.NoConsolidate
 	var conflicts []Unit
@@ -70,6 +73,9 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, u *Unit, vec []float32, n
 		}
 		for i := range similar {
 			o := &similar[i]
+			if u.msg != "" && batch[o.ID] == u.msg {
+				continue
+			}
 			if !consolidate {
 				// Exact repeats still merge.
 				if o.Type == u.Type && normKey(o.Content) == normKey(u.Content) && (o.Subject == "" || u.Subject == "" || o.Subject == u.Subject) {

@@ -96,6 +96,7 @@ func plural(w string) bool {
 var (
 	quantified   = regexp.MustCompile(`(?i)^(?:please\s+)?(?:always|never|don't|do not|make sure|every|all|each|any|no|from now on|going forward|in future|in the future)\b|\b(?:every|all|each|any)\s+(?:of\s+)?(?:our\s+|the\s+)?[\p{L}_\-]+`)
 	subjectVerb  = regexp.MustCompile(`(?i)^(?:(?:and|but|also)\s+)?(?:(the|our|your|this|that|my)\s+)?((?:[\p{L}\p{N}_\-./'’]+\s+){0,4}?[\p{L}\p{N}_\-./'’]+)\s+(?:must|should|shall|need|needs|require|requires|has to|have to|are|is|can|cannot|may|will|go|goes)\b`)
+	alwaysNever  = regexp.MustCompile(`(?i)\b(?:always|never|everything|every one|in every|in all)\b`)
 	notRuleQuant = regexp.MustCompile(`(?i)\b(?:every|each|any)\s+(?:time|day|morning|week|now and then)\b|\ball\s+(?:the\s+)?(?:time|day|week)\b`)
 )
 
@@ -104,7 +105,7 @@ var (
 // opposed to one thing of the task at hand (the file name, v1.2).
 func isGeneral(body string) bool {
 	b := strings.TrimSpace(body)
-	if quantified.MatchString(b) && !notRuleQuant.MatchString(b) {
+	if (quantified.MatchString(b) || alwaysNever.MatchString(b)) && !notRuleQuant.MatchString(b) {
 		return true
 	}
 	if m := subjectVerb.FindStringSubmatch(b); m != nil {
@@ -151,7 +152,10 @@ func removeTag(tags []string, t string) []string {
 
 var (
 	// danglingEnd: a statement cut short ("The top-level last_updated field to.").
-	danglingEnd = regexp.MustCompile(`(?i)(?:^|\s)(?:to|for|of|with|from|by|in|on|at|into|onto|the|a|an|and|or|but|than|as|is|are|be|should|must|was|were|that|which|whose|its|their|our|your|my)[.!:]?$`)
+	danglingEnd = regexp.MustCompile(`(?i)(?:^|\s)(?:the|a|an|and|or|but|than|as|is|are|be|should|must|was|were|its|their|our|your|my)[.!:]?$`)
+	// danglingPrep: a short statement ending on a preposition ("… field to.");
+	// a long one may end so naturally ("the tools we rely on").
+	danglingPrep = regexp.MustCompile(`(?i)(?:^|\s)(?:to|for|of|with|from|by|in|on|at|into|onto)[.!:]?$`)
 	// orphanPossessive: a possessive with no noun ("The assistant's should be the 4th.").
 	orphanPossessive = regexp.MustCompile(`(?i)['’]s\s+(?:should|must|is|are|was|were|be|to|of|will|can|has|have|and|or)\b`)
 	// pronounObject: a rule about "this"/"that"/"it" that names nothing
@@ -159,11 +163,23 @@ var (
 	pronounObject = regexp.MustCompile(`(?i)^(?:please\s+)?(?:the assistant should\s+)?(?:keep|bear|remember|note|do|don't|do not|never|always|fix|change|repeat|redo|avoid|make sure to|make sure you|stop)\s+(?:doing\s+|do\s+)?(?:this|that|it|these|those)(?:\s+(?:in mind|again|anymore|any more|for (?:later|the future|next time)|from now on|going forward))?(?:[\s,.!]*$|[\s,]+(?:as|when|while|for|before|after|from now on|going forward|next time|in the future)\b)`)
 )
 
+// unresolvedObject: a rule about "those"/"it" in the user's own words
+// ("we do not answer those ourselves").
+var unresolvedObject = regexp.MustCompile(`(?i)\b(?:do not|don't|never|always|not|must)\s+[a-z]+\s+(?:those|these|them|that|this|it)(?:\s+(?:ourselves|myself|yourself|ourself|again|anymore|here|now|either|too))?[\s.!]*$`)
+
+// unresolved reports a statement, in the user's words, about something it
+// does not name ("keep this in mind", "we do not answer those ourselves").
+func unresolved(body string) bool {
+	b := strings.TrimSpace(body)
+	return pronounObject.MatchString(b) || unresolvedObject.MatchString(b)
+}
+
 // fragment reports content that cannot stand alone as a memory.
 func fragment(content string) bool {
 	line, _ := splitContent(content)
 	line = strings.TrimSpace(line)
-	return danglingEnd.MatchString(line) || orphanPossessive.MatchString(line) || pronounObject.MatchString(line)
+	return danglingEnd.MatchString(line) || orphanPossessive.MatchString(line) || pronounObject.MatchString(line) || unresolvedObject.MatchString(line) ||
+		danglingPrep.MatchString(line) && len(strings.Fields(line)) < 8
 }
 
 // ruleGeneral keeps, from feedback, a declarative statement about every
@@ -210,4 +226,32 @@ func blockKeys(block string) []string {
 func attachBlock(content, block string) string {
 	line := strings.TrimRight(strings.TrimSpace(content), ".:：。")
 	return line + ":\n" + block
+}
+
+var (
+	// imperativeVerbs: instructions about how things are done ("use …",
+	// "say …"), not requests for work ("write …", "add …").
+	imperativeVerbs = setOf(`use say put link include keep name mark set start end open close sign address call format number avoid
+escalate route assign cite quote spell capitalise capitalize bold attach mention refer reply respond answer follow tag label sort round
+lead begin finish cap limit mask redact prefer stick`)
+	// forThisOne: an instruction for the answer at hand only.
+	forThisOne = regexp.MustCompile(`(?i)\b(?:just|only) for (?:this|that|these|those)\b|\bfor this one\b|\bthis time\b|\bfor now\b|\bin this (?:one|case|draft|version|reply|answer)\b|\bhere\b`)
+)
+
+// ruleImperative keeps, from feedback, an instruction in the imperative
+// ("Use the {{ticket.id}} placeholder.") as a rule, unless it is about the
+// answer at hand ("add that just for this one").
+func ruleImperative(s string) (Candidate, bool) {
+	body := strings.TrimRight(strings.TrimSpace(s), ".!;。")
+	body = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(body, "Please "), "please "))
+	w := strings.Fields(body)
+	if len(w) < 3 || !imperativeVerbs[strings.ToLower(w[0])] || pronouns[strings.ToLower(w[1])] || strings.HasSuffix(body, "?") ||
+		forThisOne.MatchString(body) || len(Terms(body)) < 2 {
+		return Candidate{}, false
+	}
+	c := Candidate{Type: Preference, Content: capitalize(rewrite(body)), Importance: 0.75, Confidence: 0.65, Tags: []string{"rule", "feedback"}}
+	if k := normKey(body); k != "" {
+		c.Subject, c.Value = "rule:"+k, "+"
+	}
+	return c, true
 }

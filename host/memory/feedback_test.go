@@ -120,6 +120,23 @@ func TestBoilerplateNotLearned(t *testing.T) {
 			t.Errorf("boilerplate learned: %q", u.Content)
 		}
 	}
+	// Learned from a first short session, then found to be boilerplate:
+	// retracted (kept, superseded, never injected).
+	s3, _ := openStore(t, Options{})
+	ingestTexts(t, s3, "u", "a", time.Now(), msgs[:2]...)
+	if n := len(active(t, s3, "u")); n != 3 {
+		t.Fatalf("first session: %d units", n)
+	}
+	ingestTexts(t, s3, "u", "a", time.Now(), msgs[2:]...)
+	for _, u := range active(t, s3, "u") {
+		if strings.Contains(u.Content, "double-check") {
+			t.Errorf("boilerplate not retracted: %q", u.Content)
+		}
+	}
+	if n := len(active(t, s3, "u")); n != len(msgs) {
+		t.Errorf("%d units after retraction, want %d", n, len(msgs))
+	}
+
 	// Said now and then, a rule is not boilerplate.
 	s2, _ := openStore(t, Options{})
 	var turns []string

@@ -110,9 +110,29 @@ const maxCandidates = 8
 // extractMessage mines one user message; feedback says it corrects an
 // answer (rules inside it are read more liberally).
 func extractMessage(text string, feedback bool) []Candidate {
+	sts := statements(text)
+	imperatives := len(sts) // statements from here on may be instructions
+	if feedback {
+		imperatives = 0
+	}
+	out, firstRule := extractStatements(sts, feedback, imperatives)
+	if !feedback && firstRule >= 0 && firstRule+1 < len(sts) {
+		// A message that states a rule teaches: the instructions that
+		// follow it ("Never hard-code the ticket number. Use the
+		// {{ticket.id}} placeholder.") are rules too.
+		out, _ = extractStatements(sts, false, firstRule+1)
+	}
+	return out
+}
+
+// extractStatements mines a message's statements; from the statement at
+// index imperatives on, instructions count as rules. It returns the index
+// of the first statement read as a rule (-1: none).
+func extractStatements(sts []statement, feedback bool, imperatives int) ([]Candidate, int) {
 	var out []Candidate
+	firstRule := -1
 	seen := map[string]bool{}
-	for _, st := range statements(text) {
+	for i, st := range sts {
 		body := st.text
 		converted := false
 		if conv, ok := defectRule(body, st.defect || feedback); ok {
@@ -121,6 +141,9 @@ func extractMessage(text string, feedback bool) []Candidate {
 		c, ok := extractSentence(body)
 		if !ok && (feedback || st.defect || converted) {
 			c, ok = ruleGeneral(body)
+		}
+		if !ok && (i >= imperatives || st.defect) {
+			c, ok = ruleImperative(body)
 		}
 		if !ok && st.block != "" {
 			c, ok = ruleAttached(body)
@@ -132,7 +155,7 @@ func extractMessage(text string, feedback bool) []Candidate {
 			c.Tags = appendTag(c.Tags, "feedback")
 		}
 		c.Content = finishSentence(c.Content)
-		if len(Terms(c.Content)) == 0 || utf8.RuneCountInString(c.Content) < 4 || fragment(c.Content) {
+		if len(Terms(c.Content)) == 0 || utf8.RuneCountInString(c.Content) < 4 || fragment(c.Content) || unresolved(body) {
 			continue
 		}
 		c = asInstance(c, body)
@@ -148,12 +171,15 @@ func extractMessage(text string, feedback bool) []Candidate {
 		if c.Entities == nil {
 			c.Entities = entitiesOf(body)
 		}
+		if firstRule < 0 && hasTag(c.Tags, "rule") && c.Type != Semantic {
+			firstRule = i
+		}
 		out = append(out, c)
 		if len(out) == maxCandidates {
 			break
 		}
 	}
-	return out
+	return out, firstRule
 }
 
 var fence = regexp.MustCompile("(?s)```.*?(```|$)")

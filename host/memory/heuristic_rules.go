@@ -327,17 +327,26 @@ func ruleAlways(s string) (Candidate, bool) {
 		lead = "Keep "
 	default:
 		lead = "Make sure to "
+		if verb == "make sure" || verb == "make sure that" || verb == "make sure you" {
+			lead = "Make sure " // "make sure the macro works …"
+		}
 	}
 	typ := Preference
 	switch who {
 	case "i":
 		lead = "The user " + strings.ToLower(strings.TrimSpace(lead)) + " "
+		if verb == "don't" || verb == "do not" {
+			lead = "The user does not "
+		}
 		if verb == "always" || verb == "never" {
 			rest = rewriteVerbAfter(rest)
 		}
 	case "we":
 		typ = ProjectState
 		lead = "The team " + strings.ToLower(strings.TrimSpace(lead)) + " "
+		if verb == "don't" || verb == "do not" {
+			lead = "The team does not "
+		}
 		if verb == "always" || verb == "never" {
 			rest = rewriteVerbAfter(rest)
 		}
@@ -525,7 +534,11 @@ func factSlot(c *Candidate, x, y string) {
 	c.Value = normKey(y)
 }
 
-var enShouldBe = regexp.MustCompile(`(?i)^((?:the|our|my|this|that|your|all|every|each)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+)\s+(?:should|must|has to|have to|needs to|need to|ought to)\s+(?:always\s+)?be\s+(.+)`)
+// quantifiedNP is a subject about all things of a kind, a relative clause
+// included ("any ticket that mentions a chargeback or legal action").
+const quantifiedNP = `(?:any|every|all|each|no)\s+(?:[\p{L}\p{N}'’_\-.,]+\s+){0,11}?[\p{L}\p{N}'’_\-.]+`
+
+var enShouldBe = regexp.MustCompile(`(?i)^((?:the|our|my|this|that|your|all|every|each)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+|` + quantifiedNP + `)\s+(?:should|must|has to|have to|needs to|need to|ought to)\s+(?:always\s+)?be\s+(.+)`)
 
 // "The default timeout should be 30 seconds", "that's wrong, it should be 9090".
 func ruleShouldBe(s string) (Candidate, bool) {
@@ -598,7 +611,7 @@ func ruleZhShould(s string) (Candidate, bool) {
 }
 
 var (
-	enMust = regexp.MustCompile(`(?i)^((?:the|our|my|all|every|each|any|no)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+?)\s+(?:only\s+|also\s+|still\s+|really\s+|always\s+)?(must not|mustn't|must never|must always|must|shall not|shall|should always|should never|are required to|is required to|are not allowed to|is not allowed to|may not|needs|need|requires|require)\s+(.+)`)
+	enMust = regexp.MustCompile(`(?i)^((?:the|our|my|all|every|each|any|no)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+?|` + quantifiedNP + `)\s+(?:only\s+|also\s+|still\s+|really\s+|always\s+)?(must not|mustn't|must never|must always|must|shall not|shall|should always|should never|are required to|is required to|are not allowed to|is not allowed to|may not|has to|have to|needs|need|requires|require)\s+(.+)`)
 	zhMust = regexp.MustCompile(`^(.{1,30}?)(必须|务必|一定要|不能|不得|禁止)(.+)`)
 )
 

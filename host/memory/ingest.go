@@ -135,8 +135,13 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			s.phrases.observe(t.Scope+"\x00"+t.Agent, t.User)
 		}
 	}
+	var boiler []boilerplateSentence
 	for i, t := range fresh {
-		fresh[i].User = s.phrases.strip(t.Scope+"\x00"+t.Agent, t.User)
+		var found []string
+		fresh[i].User, found = s.phrases.strip(t.Scope+"\x00"+t.Agent, t.User, b.provisional == nil)
+		for _, f := range found {
+			boiler = append(boiler, boilerplateSentence{t.Scope, t.Agent, f})
+		}
 	}
 	ex := s.o.Extractor
 	if b.provisional != nil {
@@ -178,6 +183,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if b.provisional != nil {
 			u.Origin = OriginProvisional
 		}
+		u.msg = "#" + itoa(c.Turn)
 		units = append(units, u)
 		unitTurn = append(unitTurn, c.Turn)
 	}
@@ -219,6 +225,12 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			}
 		}
 		res.Turns = len(fresh) - len(skip)
+		for _, b := range boiler {
+			if err := s.retractBoilerplate(ctx, tx, b, now); err != nil {
+				return err
+			}
+		}
+		batch := map[string]string{}
 		for i := range units {
 			if ti := unitTurn[i]; ti >= 0 && skip[ti] {
 				continue
@@ -227,9 +239,12 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			if vecs != nil {
 				v = vecs[i]
 			}
-			out, uid, err := s.apply(ctx, tx, &units[i], v, now)
+			out, uid, err := s.apply(ctx, tx, &units[i], v, now, batch)
 			if err != nil {
 				return err
+			}
+			if units[i].msg != "" {
+				batch[uid] = units[i].msg
 			}
 			switch out {
 			case OutcomeAdded, OutcomeStale:

@@ -110,6 +110,7 @@ type Unit struct {
 	rowid  int64
 	vis    string
 	tokens int
+	msg    string // while ingesting: the message it came from
 }
 
 // ErrNotFound is returned for an unknown memory id.

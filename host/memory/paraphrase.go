@@ -108,7 +108,7 @@ func paraphrase(o, u *Unit, cos float64) bool {
 		return false
 	}
 	overlap := float64(inter) / float64(small)
-	if inter >= 3 && overlap >= 0.75 {
+	if inter >= 3 && overlap >= 0.75 && jaccard(oset, uset) >= 0.6 {
 		return true
 	}
 	if inter >= 2 && overlap >= 0.3 {

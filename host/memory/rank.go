@@ -50,10 +50,19 @@ type vecEntry struct {
 	v     []float32
 }
 
-// standingKind: a unit that applies to every turn — a preference or rule,
-// or the user's name.
+// standingKind: a unit that applies to every turn — a preference or rule
+// (the team's rules included: "we never promise dates"), or the user's name.
 func standingKind(u *Unit) bool {
-	return u.Type == Preference || u.Subject == "fact:name"
+	return u.Type == Preference || u.Subject == "fact:name" || u.Type == ProjectState && hasTag(u.Tags, "rule")
+}
+
+func hasTag(tags []string, t string) bool {
+	for _, x := range tags {
+		if x == t {
+			return true
+		}
+	}
+	return false
 }
 
 // standingScore ranks standing units without a query: importance (decayed,

@@ -166,7 +166,7 @@ func (q *sqlSource) pool(ctx context.Context, vis string) (*visPool, error) {
 	}
 	p = &visPool{}
 	rows, err := q.s.r.QueryContext(ctx, `SELECT `+unitCols+` FROM memory_units WHERE vis = ? AND status = 'active'
-AND (type = 'preference' OR subject = 'fact:name')`, vis)
+AND (type = 'preference' OR subject = 'fact:name' OR type = 'project_state' AND tags LIKE '%"rule"%')`, vis)
 	if err != nil {
 		return nil, fmt.Errorf("memory: standing: %w", err)
 	}

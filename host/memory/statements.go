@@ -283,6 +283,11 @@ var (
 	labelHead = regexp.MustCompile(`(?i)^(?:(?:our|the|some|my|a few|house|team|style|coding|formatting|general|important)\s+)*(?:rules?|requirements?|conventions?|guidelines?|notes?|reminders?|remember|style|checklist|constraints?|standards?|policy|policies|dos and don'ts|please|also|again|to recap|in short|summary|规则|要求|规范|注意)\W*$`)
 )
 
+var (
+	headSubject = regexp.MustCompile(`(?i)^(?:the|this|your|our)\s+((?:[\p{L}\p{N}_\-]+\s+){0,2}?[\p{L}\p{N}_\-]+)\s+(?:still\s+)?(?:has|have|had|contains?|shows?)\b`)
+	itPronoun   = regexp.MustCompile(`(?i)^it\s+`)
+)
+
 // enumerate turns a lead and its items into statements: items of a list of
 // problems or of a mere label stand alone; otherwise each item completes
 // the lead ("Our reports need" + "a file name of the form …").
@@ -290,17 +295,25 @@ func enumerate(lead string, items []string) []statement {
 	head := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(lead), ":："))
 	defect := defectHead.MatchString(head)
 	alone := defect || head == "" || labelHead.MatchString(head)
+	// "The macro has issues: - it doesn't open with …": "it" is the macro.
+	var it string
+	if m := headSubject.FindStringSubmatch(head); m != nil && defect {
+		it = "the " + m[1] + " "
+	}
 	var out []statement
-	for _, it := range items {
-		it = trimItem(stripMarker(it))
-		if it == "" {
+	for _, item := range items {
+		item = trimItem(stripMarker(item))
+		if item == "" {
 			continue
 		}
 		if alone {
-			out = append(out, statement{text: it, defect: defect})
+			if it != "" {
+				item = itPronoun.ReplaceAllString(item, it)
+			}
+			out = append(out, statement{text: item, defect: defect})
 			continue
 		}
-		out = append(out, statement{text: head + " " + lowerFirst(it)})
+		out = append(out, statement{text: head + " " + lowerFirst(item)})
 	}
 	return out
 }
