@@ -266,6 +266,7 @@ func (s *Store) reinforce(ctx context.Context, tx *sql.Tx, o, u *Unit, vec []flo
 	if len(vec) > 0 && content != o.Content {
 		blob = embed.Encode(vec)
 	}
+	touch(tx, o.rowid)
 	if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET content = ?, type = ?, entities = ?, tags = ?, mentions = mentions + 1,
     importance = MAX(importance, ?), confidence = MIN(1.0, MAX(confidence, ?) + 0.05), last_seen_at = ?, updated_at = ?,
     expires_at = ?, source_turns = ?, tokens = ?, embedding = COALESCE(?, embedding) WHERE id = ?`,

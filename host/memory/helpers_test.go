@@ -110,6 +110,9 @@ func startWithKey(t testing.TB, cfg *config.Config, wo WireOptions, dir string, 
 				t.Fatal(err)
 			}
 			mh.mem = h
+			if h.Store != nil {
+				t.Cleanup(h.Store.StopIndex)
+			}
 			return h.Routes
 		},
 	})

@@ -17,6 +17,9 @@ type category struct {
 	// related are words of a request the category's memories serve ("an
 	// S3 bucket" is about the cloud the team uses): they expand queries.
 	related []string
+
+	// The entries split into terms, for query expansion.
+	valuesF, topicsF, relatedF [][]string
 }
 
 var categories = []category{
@@ -70,6 +73,14 @@ func init() {
 	for i := range categories {
 		c := &categories[i]
 		c.values, c.weak, c.topics, c.related = norm(c.values), norm(c.weak), norm(c.topics), norm(c.related)
+		split := func(list []string) [][]string {
+			out := make([][]string, len(list))
+			for i, v := range list {
+				out[i] = strings.Fields(v)
+			}
+			return out
+		}
+		c.valuesF, c.topicsF, c.relatedF = split(c.values), split(c.topics), split(c.related)
 	}
 }
 
@@ -198,9 +209,9 @@ func expandQuery(texts []string) ([]string, map[string]float64) {
 		set[t] = struct{}{}
 	}
 	out := base
-	addAll := func(list []string) {
+	addAll := func(list [][]string) {
 		for _, v := range list {
-			for _, t := range strings.Fields(v) {
+			for _, t := range v {
 				if _, ok := weight[t]; !ok && len(out) < maxQueryTerms+16 {
 					weight[t] = expansionWeight
 					out = append(out, t)
@@ -208,23 +219,32 @@ func expandQuery(texts []string) ([]string, map[string]float64) {
 			}
 		}
 	}
-	for _, c := range categories {
+	has := func(fields []string) bool {
+		for _, t := range fields {
+			if _, ok := set[t]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range categories {
+		c := &categories[i]
 		named := false
-		for _, list := range [][]string{c.topics, c.related} {
+		for _, list := range [][][]string{c.topicsF, c.relatedF} {
 			for _, t := range list {
-				if containsAll(set, t) {
+				if has(t) {
 					named = true
 				}
 			}
 		}
 		if named {
-			addAll(c.values)
-			addAll(c.topics)
+			addAll(c.valuesF)
+			addAll(c.topicsF)
 			continue
 		}
-		for _, v := range c.values {
-			if containsAll(set, v) {
-				addAll(c.topics)
+		for _, v := range c.valuesF {
+			if has(v) {
+				addAll(c.topicsF)
 				break
 			}
 		}

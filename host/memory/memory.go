@@ -150,6 +150,7 @@ type Store struct {
 	hostID   string
 
 	phrases phraseRing // recent sentences per scope and agent (boilerplate)
+	idx     indexState // the in-memory index (StartIndex)
 
 	cacheMu sync.Mutex
 	cache   map[string]*visCache // per visibility token, valid for one generation
@@ -322,12 +323,16 @@ func bumpGeneration(ctx context.Context, x execer) error {
 	return err
 }
 
-// writeTx runs fn in one write transaction and bumps the generation.
+// writeTx runs fn in one write transaction and bumps the generation; the
+// in-memory index (when it runs) is updated with the rows fn touched.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("memory: begin: %w", err)
 	}
+	touched := &touchSet{rows: map[int64]bool{}}
+	txTouched.Store(tx, touched)
+	defer txTouched.Delete(tx)
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
 		return err
@@ -335,9 +340,32 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := bumpGeneration(ctx, tx); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
+	gen, err := generation(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	indexed := s.idx.cur.Load() != nil
+	if indexed {
+		s.idx.applyMu.Lock()
+		defer s.idx.applyMu.Unlock()
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("memory: commit: %w", err)
 	}
 	s.localGen.Add(1)
+	if indexed {
+		touched.mu.Lock()
+		rows := touched.rows
+		touched.mu.Unlock()
+		if err := s.refreshIndex(ctx, rows, gen); err != nil {
+			// The poller sees the generation differ and rebuilds.
+			s.o.Log.Warn().Err(err).Msg("memory: index update failed; rebuilding")
+			if ix := s.idx.cur.Load(); ix != nil {
+				ix.mu.Lock()
+				ix.gen = -1
+				ix.mu.Unlock()
+			}
+		}
+	}
 	return nil
 }

@@ -20,25 +20,74 @@ import (
 
 // source is where ranking reads units.
 type source interface {
-	// frequencies returns the document frequency of each visibility key +
-	// term, of "#"+key (the units of a visibility) and of "#" (all units).
-	frequencies(ctx context.Context, vis, terms []string) (map[string]int, error)
-	// match returns the best limit units holding any of the index tokens by
-	// bm25 (lower is better), best first, ties by row id.
-	match(ctx context.Context, tokens []string, limit int) ([]*Unit, []float64, error)
+	// frequencies returns, for each term, its document frequency in each
+	// visibility (df[i][j]: terms[i] in vis[j]) and each visibility's units.
+	frequencies(ctx context.Context, vis, terms []string) (df [][]int, units []int, err error)
+	// match returns the best limit units holding any of the (visibility,
+	// term) postings by bm25 (lower is better), best first, ties by row id.
+	match(ctx context.Context, keys []visTerm, limit int) ([]*Unit, []float64, error)
 	// pool returns one visibility's standing pool and newest summaries.
 	pool(ctx context.Context, vis string) (*visPool, error)
 	// units reads units by row id (embedding hits), in any order.
 	units(ctx context.Context, ids []int64) ([]*Unit, error)
 	// vectors returns one visibility's embeddings.
 	vectors(ctx context.Context, vis string) ([]vecEntry, error)
+	// derived returns what matching needs of a unit's words.
+	derived(u *Unit) *derived
+}
+
+// visTerm is one posting list: a term within a visibility.
+type visTerm struct {
+	vis, term string
+}
+
+// token is the FTS5 token of a posting list.
+func (k visTerm) token() string { return visKey(k.vis) + k.term }
+
+// derived is what matching needs of a unit's words, computed once per unit
+// by the index (the SQL path computes it per query).
+type derived struct {
+	terms  []string   // distinct index terms, in index order
+	sorted []string   // the same, sorted (for overlap)
+	ents   [][]string // the terms of each entity
+	line   string     // the rendered bullet
+}
+
+func deriveUnit(u *Unit) *derived {
+	d := &derived{terms: distinct(indexTerms(u)), line: renderLine(u)}
+	d.sorted = append([]string(nil), d.terms...)
+	sort.Strings(d.sorted)
+	for _, e := range u.Entities {
+		d.ents = append(d.ents, Terms(e))
+	}
+	return d
+}
+
+// sortedJaccard is |a∩b| / |a∪b| of two sorted sets.
+func sortedJaccard(a, b []string) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	i, j, inter := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			inter++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return float64(inter) / float64(len(a)+len(b)-inter)
 }
 
 // visPool is what every query of a visibility considers: the standing
 // units (best standingPool by standing score) and the newest summaries.
 type visPool struct {
 	standing []*Unit
-	sets     []map[string]struct{}
 	summary  []*Unit
 }
 
@@ -98,16 +147,21 @@ func selectPool(units []*Unit, now time.Time) []*Unit {
 	return out
 }
 
-// unitTermSet is what a query's terms are matched against.
-func unitTermSet(u *Unit) map[string]struct{} {
-	set := make(map[string]struct{}, 16)
-	for _, t := range indexTerms(u) {
-		set[t] = struct{}{}
-	}
-	return set
-}
-
 var continuityCue = regexp.MustCompile(`(?i)\b(?:last time|yesterday|earlier|previous(?:ly)?|where were we|where did we leave|continue|pick up|resume|as before|we discussed|we were (?:doing|working))\b|上次|昨天|之前|继续|接着|刚才`)
+
+// continuityHints are substrings one of which every continuityCue match
+// holds: most texts are ruled out without running the expression.
+var continuityHints = []string{"last time", "yesterday", "earlier", "previous", "where ", "continu", "pick up", "resum", "as before", "discussed", "we were", "上次", "昨天", "之前", "继续", "接着", "刚才"}
+
+func continuity(text string) bool {
+	lower := strings.ToLower(text)
+	for _, h := range continuityHints {
+		if strings.Contains(lower, h) {
+			return continuityCue.MatchString(text)
+		}
+	}
+	return false
+}
 
 // minCosine is the similarity at which an embedding alone makes a unit a
 // candidate.
@@ -120,7 +174,7 @@ const relevantCoverage = 0.15
 // scored is one candidate and its scores.
 type scored struct {
 	u            *Unit
-	set          map[string]struct{}
+	d            *derived
 	pool         bool // from the standing pool
 	standingKind bool
 	cue          bool // a session summary, asked for
@@ -131,13 +185,6 @@ type scored struct {
 	relevant     bool    // as a fact: the turn is about it
 }
 
-func (c *scored) termSet() map[string]struct{} {
-	if c.set == nil {
-		c.set = unitTermSet(c.u)
-	}
-	return c.set
-}
-
 // hit copies the unit out (the candidates point into shared caches).
 func (c *scored) hit(asRule bool) Hit {
 	sort.Strings(c.matched)
@@ -146,12 +193,12 @@ func (c *scored) hit(asRule bool) Hit {
 		score = c.rule
 	}
 	return Hit{Unit: *c.u, Score: math.Round(score*1e4) / 1e4, Matched: c.matched,
-		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue)}
+		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue), line: c.d.line}
 }
 
 // score finds and scores the candidates of q. standing adds the scope's
 // standing pool and, on a continuity cue, its newest summaries.
-func (s *Store) score(ctx context.Context, src source, q Query, vis []string, standing bool) ([]scored, error) {
+func (s *Store) score(ctx context.Context, src source, q Query, vis []string, standing bool) ([]*scored, error) {
 	scope := s.ScopeKey(q.Scope)
 	if vis == nil {
 		vis = visible(scope, q.Agent)
@@ -164,17 +211,18 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 	if max := 600 / len(vis); len(qterms) > max {
 		qterms = qterms[:max]
 	}
-	keyDF, err := src.frequencies(ctx, vis, qterms)
+	dfv, visUnits, err := src.frequencies(ctx, vis, qterms)
 	if err != nil {
 		return nil, err
 	}
 	df := make(map[string]int, len(qterms))
 	total := 0
-	for _, v := range vis {
-		k := visKey(v)
-		total += keyDF["#"+k]
-		for _, t := range qterms {
-			df[t] += keyDF[k+t]
+	for j := range vis {
+		total += visUnits[j]
+	}
+	for i, t := range qterms {
+		for j := range vis {
+			df[t] += dfv[i][j]
 		}
 	}
 	idf := func(t string) float64 {
@@ -204,41 +252,42 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 
 	cands := make(map[int64]*scored, 64)
 	var order []int64
-	add := func(u *Unit, set map[string]struct{}, pool bool) *scored {
+	add := func(u *Unit, pool bool) *scored {
 		if c, ok := cands[u.rowid]; ok {
 			c.pool = c.pool || pool
-			if c.set == nil {
-				c.set = set
-			}
 			return c
 		}
-		c := &scored{u: u, set: set, pool: pool}
+		c := &scored{u: u, pool: pool}
 		cands[u.rowid] = c
 		order = append(order, u.rowid)
 		return c
 	}
 	bm := map[int64]float64{}
 	if len(match) > 0 {
-		var toks []string
+		at := make(map[string]int, len(qterms))
+		for i, t := range qterms {
+			at[t] = i
+		}
+		var keys []visTerm
 		for _, t := range match {
-			for _, v := range vis {
-				if k := visKey(v) + t; keyDF[k] > 0 {
-					toks = append(toks, k)
+			for j, v := range vis {
+				if dfv[at[t]][j] > 0 {
+					keys = append(keys, visTerm{v, t})
 				}
 			}
 		}
-		units, scores, err := src.match(ctx, toks, 24)
+		units, scores, err := src.match(ctx, keys, 24)
 		if err != nil {
 			return nil, err
 		}
 		for i, u := range units {
-			add(u, nil, false)
+			add(u, false)
 			bm[u.rowid] = scores[i]
 		}
 	}
 	cue := false
 	for _, t := range q.Texts {
-		if continuityCue.MatchString(t) {
+		if continuity(t) {
 			cue = true
 		}
 	}
@@ -254,12 +303,12 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 	}
 	if standing {
 		for _, p := range pools {
-			for i, u := range p.standing {
-				add(u, p.sets[i], true)
+			for _, u := range p.standing {
+				add(u, true)
 			}
 			if cue {
 				for _, u := range p.summary {
-					add(u, nil, false)
+					add(u, false)
 				}
 			}
 		}
@@ -281,7 +330,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 				return nil, fmt.Errorf("memory: read hits: %w", err)
 			}
 			for _, u := range units {
-				add(u, nil, false)
+				add(u, false)
 			}
 		}
 	}
@@ -289,28 +338,29 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 	// Score: lexical (bm25 and idf-weighted coverage of the query), entity
 	// overlap, embedding similarity, importance (decayed), recency, type.
 	var qw float64
-	qset := make(map[string]struct{}, len(present))
+	qidf := make(map[string]float64, len(present)) // weighted idf of the query's terms
 	for _, t := range present {
-		qset[t] = struct{}{}
-		qw += weight[t] * idf(t)
+		w := weight[t] * idf(t)
+		qidf[t] = w
+		qw += w
 	}
 	maxBM := 0.0
 	for _, v := range bm {
 		maxBM = max(maxBM, -v)
 	}
-	out := make([]scored, 0, len(order))
+	out := make([]*scored, 0, len(order))
 	for _, id := range order {
 		c := cands[id]
 		u := c.u
 		if u.Status != StatusActive || u.ExpiresAt != nil && !u.ExpiresAt.After(now) || !contains(vis, u.vis) {
 			continue
 		}
-		uterms := c.termSet()
+		c.d = src.derived(u)
 		var cov float64
 		var matched []string
-		for _, t := range present {
-			if _, ok := uterms[t]; ok {
-				cov += weight[t] * idf(t)
+		for _, t := range c.d.terms {
+			if w, ok := qidf[t]; ok {
+				cov += w
 				matched = append(matched, t)
 			}
 		}
@@ -330,17 +380,17 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		}
 		lex += 0.5 * min(1, 2*cov)
 		ent := 0.0
-		if len(u.Entities) > 0 && len(matched) > 0 {
+		if len(c.d.ents) > 0 && len(matched) > 0 {
 			n := 0
-			for _, e := range u.Entities {
-				for _, t := range Terms(e) {
-					if _, ok := qset[t]; ok {
+			for _, et := range c.d.ents {
+				for _, t := range et {
+					if _, ok := qidf[t]; ok {
 						n++
 						break
 					}
 				}
 			}
-			ent = float64(n) / float64(len(u.Entities))
+			ent = float64(n) / float64(len(c.d.ents))
 		}
 		imp := effectiveImportance(u, now)
 		ageDays := now.Sub(u.LastSeenAt).Hours() / 24
@@ -364,7 +414,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 			c.rule = math.Round((standingScore(u, now)+0.5*rel)*1e4) / 1e4
 		}
 		c.relevant = len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
-		out = append(out, *c)
+		out = append(out, c)
 	}
 	return out, nil
 }

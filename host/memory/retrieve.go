@@ -31,6 +31,8 @@ type Hit struct {
 	Score   float64  `json:"score"`
 	Matched []string `json:"matched_terms,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
+
+	line string // the rendered bullet, when known
 }
 
 // Query asks for the memories relevant to a turn.
@@ -44,6 +46,8 @@ type Query struct {
 	TopK      int
 	StandingK int
 	MaxTokens int
+
+	sectionOnly bool // the request path: no copies of the units
 }
 
 // Result is the rendered section and what it holds.
@@ -61,7 +65,7 @@ func (s *Store) Context(ctx context.Context, q core.Query) (core.Section, error)
 	if agent == "" {
 		agent = "default"
 	}
-	res, err := s.Retrieve(ctx, Query{Scope: q.Scope.Key(), Agent: agent, Texts: q.UserTexts})
+	res, err := s.Retrieve(ctx, Query{Scope: q.Scope.Key(), Agent: agent, Texts: q.UserTexts, sectionOnly: true})
 	return res.Section, err
 }
 
@@ -103,17 +107,21 @@ func (s *Store) Retrieve(ctx context.Context, q Query) (Result, error) {
 	if budget <= 0 {
 		budget = s.o.MaxTokens
 	}
-	src, err := s.source(ctx)
+	src, release, err := s.source(ctx)
 	if err != nil {
 		return Result{}, err
 	}
+	defer release()
+	return s.retrieveFrom(ctx, src, q, topK, standingK, budget, q.sectionOnly)
+}
+
+func (s *Store) retrieveFrom(ctx context.Context, src source, q Query, topK, standingK, budget int, sectionOnly bool) (Result, error) {
 	all, err := s.score(ctx, src, q, nil, true)
 	if err != nil {
 		return Result{}, err
 	}
 	var rules, facts []*scored
-	for i := range all {
-		c := &all[i]
+	for _, c := range all {
 		switch {
 		case c.standingKind:
 			if c.pool || len(c.matched) > 0 {
@@ -129,11 +137,19 @@ func (s *Store) Retrieve(ctx context.Context, q Query) (Result, error) {
 	groups := map[Type]bool{}
 	chosenFacts, used := fit(facts, topK, int(factShare*float64(budget)), 0, groups, nil)
 	chosenRules, _ := fit(rules, standingK, budget, used, groups, nearDuplicate)
-	hits := make([]Hit, 0, len(chosenFacts)+len(chosenRules))
-	for _, c := range append(chosenRules, chosenFacts...) {
-		hits = append(hits, c.hit(c.standingKind))
+	chosen := append(chosenRules, chosenFacts...)
+	items := make([]item, len(chosen))
+	for i, c := range chosen {
+		items[i] = item{typ: c.u.Type, said: c.u.SaidAt, id: c.u.ID, line: c.d.line, tokens: c.u.tokens}
 	}
-	return Result{Section: Render(hits, budget), Hits: hits}, nil
+	res := Result{Section: renderItems(items, budget)}
+	if !sectionOnly {
+		res.Hits = make([]Hit, 0, len(chosen))
+		for _, c := range chosen {
+			res.Hits = append(res.Hits, c.hit(c.standingKind))
+		}
+	}
+	return res, nil
 }
 
 func better(a, b float64, ra, rb int64) bool {
@@ -152,6 +168,13 @@ func fit(cands []*scored, k, budget, used int, groups map[Type]bool, near func(a
 		if len(out) == k {
 			break
 		}
+		cost := c.u.tokens + 1
+		if !groups[c.u.Type] {
+			cost += 8 // group header
+		}
+		if used+cost > budget-4 {
+			continue
+		}
 		if near != nil {
 			dup := false
 			for _, o := range out {
@@ -163,13 +186,6 @@ func fit(cands []*scored, k, budget, used int, groups map[Type]bool, near func(a
 			if dup {
 				continue
 			}
-		}
-		cost := c.u.tokens + 1
-		if !groups[c.u.Type] {
-			cost += 8 // group header
-		}
-		if used+cost > budget-4 {
-			continue
 		}
 		used += cost
 		groups[c.u.Type] = true
@@ -185,7 +201,7 @@ func nearDuplicate(a, b *scored) bool {
 	if slotted(a.u.Subject) && a.u.Subject == b.u.Subject {
 		return true
 	}
-	return jaccard(a.termSet(), b.termSet()) >= 0.6
+	return sortedJaccard(a.d.sorted, b.d.sorted) >= 0.6
 }
 
 // SearchQuery is a lexical search (CLI, HTTP).
@@ -214,7 +230,8 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) ([]Hit, error) {
 			return nil, err
 		}
 	}
-	src, err := s.source(ctx)
+	// Searches (CLI, HTTP, tools) read SQLite: the freshest counts.
+	src, err := s.sqlSourceNow(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +240,8 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) ([]Hit, error) {
 		return nil, err
 	}
 	var found []*scored
-	for i := range all {
-		if c := &all[i]; len(c.matched) > 0 || c.emb >= minCosine {
+	for _, c := range all {
+		if len(c.matched) > 0 || c.emb >= minCosine {
 			found = append(found, c)
 		}
 	}

@@ -57,8 +57,23 @@ func (s *Store) sqlSourceNow(ctx context.Context) (*sqlSource, error) {
 	return &sqlSource{s: s, gen: gen, now: s.now()}, nil
 }
 
-func (q *sqlSource) frequencies(ctx context.Context, vis, terms []string) (map[string]int, error) {
-	return frequenciesIn(ctx, q.s.r, vis, terms)
+func (q *sqlSource) frequencies(ctx context.Context, vis, terms []string) ([][]int, []int, error) {
+	keyDF, err := frequenciesIn(ctx, q.s.r, vis, terms)
+	if err != nil {
+		return nil, nil, err
+	}
+	df := make([][]int, len(terms))
+	for i, t := range terms {
+		df[i] = make([]int, len(vis))
+		for j, v := range vis {
+			df[i][j] = keyDF[visKey(v)+t]
+		}
+	}
+	units := make([]int, len(vis))
+	for j, v := range vis {
+		units[j] = keyDF["#"+visKey(v)]
+	}
+	return df, units, nil
 }
 
 func frequenciesIn(ctx context.Context, db queryer, vis, terms []string) (map[string]int, error) {
@@ -106,9 +121,13 @@ func ftsQuery(tokens []string) string {
 
 // match runs bm25() ranking (lower is better; ties by row id) and reads the
 // units found, in one statement.
-func (q *sqlSource) match(ctx context.Context, tokens []string, limit int) ([]*Unit, []float64, error) {
-	if len(tokens) == 0 {
+func (q *sqlSource) match(ctx context.Context, keys []visTerm, limit int) ([]*Unit, []float64, error) {
+	if len(keys) == 0 {
 		return nil, nil, nil
+	}
+	tokens := make([]string, len(keys))
+	for i, k := range keys {
+		tokens[i] = k.token()
 	}
 	rows, err := q.s.r.QueryContext(ctx, `SELECT `+prefixed("u.", unitCols)+`, f.r FROM
     (SELECT rowid, bm25(memory_fts, 1.0, 0.0) AS r FROM memory_fts WHERE memory_fts MATCH ? ORDER BY r, rowid LIMIT ?) f
@@ -184,9 +203,6 @@ AND (type = 'preference' OR subject = 'fact:name' OR type = 'project_state' AND 
 		return nil, err
 	}
 	p.standing = selectPool(all, q.now)
-	for _, u := range p.standing {
-		p.sets = append(p.sets, unitTermSet(u))
-	}
 	rows, err = q.s.r.QueryContext(ctx, `SELECT `+unitCols+` FROM memory_units WHERE vis = ? AND status = 'active' AND type = 'working_summary'
 ORDER BY said_at DESC, id DESC LIMIT 2`, vis)
 	if err != nil {
@@ -253,7 +269,4 @@ func (q *sqlSource) vectors(ctx context.Context, vis string) ([]vecEntry, error)
 	return out, nil
 }
 
-// source is what ranking reads.
-func (s *Store) source(ctx context.Context) (source, error) {
-	return s.sqlSourceNow(ctx)
-}
+func (q *sqlSource) derived(u *Unit) *derived { return deriveUnit(u) }

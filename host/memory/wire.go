@@ -56,6 +56,12 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 		return nil, err
 	}
 	h := &Host{Store: s, manual: m.ManualTrigger || !m.AutoExtract, timeout: o.FlushTimeout, log: log}
+	if m.SidecarURL == "" {
+		// The request path ranks from memory, not SQLite.
+		if err := s.StartIndex(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var sink Sink = s
 	if m.SidecarURL != "" {
 		key := o.SidecarKey
@@ -152,6 +158,9 @@ func NewLocalIngester(cfg *config.Config, st *store.SQLite, s *Store, o WireOpti
 // memory), bounded in time; what does not make it stays pending in the store
 // and is ingested after the next start.
 func (h *Host) Close() error {
+	if h.Store != nil {
+		defer h.Store.StopIndex()
+	}
 	if h.Ingester == nil || h.manual {
 		return nil
 	}
