@@ -47,9 +47,9 @@ type memIndex struct {
 
 	units  map[int64]*Unit
 	der    map[int64]*derived
-	toks   map[int64][]string // index tokens of each row (memory_fts.terms), duplicates kept
+	toks   map[int64][]string            // index tokens of each row (memory_fts.terms), duplicates kept
 	post   map[string]map[string][]ipost // visibility key → term → rows holding it, each once, with its count
-	visN   map[string]int     // rows per visibility key (memory_terms' "#"+key)
+	visN   map[string]int                // rows per visibility key (memory_terms' "#"+key)
 	byVis  map[string]map[int64]struct{}
 	vecs   map[int64][]float32 // embeddings (with an embedder only)
 	withV  bool
