@@ -1,6 +1,9 @@
 package memory
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // A category groups the values one preference or fact can take, so that
 // "I prefer tabs" and, later, "actually I prefer spaces" land on the same
@@ -194,7 +197,7 @@ const expansionWeight = 0.5
 func expandQuery(texts []string) ([]string, map[string]float64) {
 	var base []string
 	for i := len(texts) - 1; i >= 0 && len(base) < maxQueryTerms; i-- {
-		base = append(base, Terms(texts[i])...)
+		base = append(base, queryTextTerms(texts[i])...)
 	}
 	base = distinct(base)
 	if len(base) > maxQueryTerms {
@@ -250,4 +253,34 @@ func expandQuery(texts []string) ([]string, map[string]float64) {
 		}
 	}
 	return out, weight
+}
+
+// The terms of recent query texts: a turn's query holds the user's last
+// three messages, two of which the previous turns of the session already
+// split.
+var (
+	termsCacheMu sync.Mutex
+	termsCache   = map[string][]string{}
+)
+
+const termsCacheSize = 4096
+
+func queryTextTerms(text string) []string {
+	if len(text) > 4096 {
+		return Terms(text)
+	}
+	termsCacheMu.Lock()
+	ts, ok := termsCache[text]
+	termsCacheMu.Unlock()
+	if ok {
+		return ts
+	}
+	ts = Terms(text)
+	termsCacheMu.Lock()
+	if len(termsCache) >= termsCacheSize {
+		clear(termsCache)
+	}
+	termsCache[text] = ts
+	termsCacheMu.Unlock()
+	return ts
 }

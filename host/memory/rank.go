@@ -250,14 +250,21 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		spent += df[t]
 	}
 
-	cands := make(map[int64]*scored, 64)
+	cands := make(map[int64]*scored, 96)
 	var order []int64
+	slab := make([]scored, 0, 96) // candidates, allocated together
 	add := func(u *Unit, pool bool) *scored {
 		if c, ok := cands[u.rowid]; ok {
 			c.pool = c.pool || pool
 			return c
 		}
-		c := &scored{u: u, pool: pool}
+		var c *scored
+		if len(slab) < cap(slab) {
+			slab = append(slab, scored{u: u, pool: pool})
+			c = &slab[len(slab)-1]
+		} else {
+			c = &scored{u: u, pool: pool}
+		}
 		cands[u.rowid] = c
 		order = append(order, u.rowid)
 		return c

@@ -68,7 +68,7 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 		if key == "" {
 			key = cfg.Proxy.APIKey
 		}
-		r, err := NewRemote(RemoteOptions{URL: m.SidecarURL, Key: key, TopK: m.TopK, MaxTokens: m.MaxTokens, Local: s, Log: log})
+		r, err := NewRemote(RemoteOptions{URL: m.SidecarURL, Key: key, TopK: m.TopK, StandingK: m.StandingTopK, MaxTokens: m.MaxTokens, Local: s, Log: log})
 		if err != nil {
 			return nil, err
 		}
