@@ -84,6 +84,13 @@ type indexState struct {
 	applyMu sync.Mutex // serialises commits with the updates they cause
 	stop    chan struct{}
 	done    chan struct{}
+
+	// While a rebuild reads the store, this Store's commits note what they
+	// touched (under applyMu), to be applied to the new index before it
+	// replaces the current one: a rebuild does not hold commits up.
+	building bool
+	pending  map[int64]bool
+	pendGens []int64
 }
 
 // txTouched maps a write transaction to the rows it changed.
@@ -144,21 +151,46 @@ func (s *Store) pollIndex(stop, done chan struct{}) {
 		if ix == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		g, err := generation(ctx, s.r)
-		if err == nil && g != ix.generation() {
-			s.idx.applyMu.Lock()
-			if cur := s.idx.cur.Load(); cur != nil && cur.generation() != g {
-				if nx, err := s.buildIndex(ctx); err != nil {
-					s.o.Log.Warn().Err(err).Msg("memory: index rebuild failed; retrying")
-				} else if nx != nil {
-					s.idx.cur.Store(nx)
-				}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		if g, err := generation(ctx, s.r); err == nil && g != ix.generation() {
+			if err := s.rebuildIndex(ctx); err != nil {
+				s.o.Log.Warn().Err(err).Msg("memory: index rebuild failed; retrying")
 			}
-			s.idx.applyMu.Unlock()
 		}
 		cancel()
 	}
+}
+
+// rebuildIndex builds a new index from the store while commits go on, then
+// applies what they touched and swaps it in.
+func (s *Store) rebuildIndex(ctx context.Context) error {
+	s.idx.applyMu.Lock()
+	s.idx.building, s.idx.pending, s.idx.pendGens = true, map[int64]bool{}, nil
+	s.idx.applyMu.Unlock()
+	nx, err := s.buildIndex(ctx)
+	s.idx.applyMu.Lock()
+	defer s.idx.applyMu.Unlock()
+	pending, gens := s.idx.pending, s.idx.pendGens
+	s.idx.building, s.idx.pending, s.idx.pendGens = false, nil, nil
+	if err != nil || nx == nil {
+		return err
+	}
+	if err := s.refreshInto(ctx, nx, pending); err != nil {
+		return err
+	}
+	// The commits during the build: if they follow the snapshot without a
+	// gap, the new index is as new as the last of them; otherwise another
+	// process wrote too, and the next poll rebuilds again.
+	sort.Slice(gens, func(i, j int) bool { return gens[i] < gens[j] })
+	for _, g := range gens {
+		if g == nx.gen+1 {
+			nx.gen = g
+		}
+	}
+	if s.idx.cur.Load() != nil {
+		s.idx.cur.Store(nx)
+	}
+	return nil
 }
 
 func (ix *memIndex) generation() int64 {
@@ -340,20 +372,37 @@ func (ix *memIndex) dropPool(vis string) {
 	ix.poolMu.Unlock()
 }
 
-// refresh re-reads the given rows after a commit and updates the index.
+// refreshIndex re-reads the rows a commit touched and updates the index
+// (called under applyMu, right after the commit).
 func (s *Store) refreshIndex(ctx context.Context, rows map[int64]bool, gen int64) error {
 	ix := s.idx.cur.Load()
-	if ix == nil || len(rows) == 0 {
+	if ix == nil {
 		return nil
 	}
+	if s.idx.building {
+		for id := range rows {
+			s.idx.pending[id] = true
+		}
+		s.idx.pendGens = append(s.idx.pendGens, gen)
+	}
 	if len(rows) > 20000 {
-		nx, err := s.buildIndex(ctx)
-		if err != nil {
-			return err
-		}
-		if nx != nil {
-			s.idx.cur.Store(nx)
-		}
+		ix.mu.Lock()
+		ix.gen = -1 // a bulk change: the poller rebuilds
+		ix.mu.Unlock()
+		return nil
+	}
+	if err := s.refreshInto(ctx, ix, rows); err != nil {
+		return err
+	}
+	ix.mu.Lock()
+	ix.gen = max(ix.gen, gen)
+	ix.mu.Unlock()
+	return nil
+}
+
+// refreshInto re-reads the given rows and updates ix with them.
+func (s *Store) refreshInto(ctx context.Context, ix *memIndex, rows map[int64]bool) error {
+	if len(rows) == 0 {
 		return nil
 	}
 	ids := make([]int64, 0, len(rows))
@@ -407,7 +456,6 @@ WHERE f.rowid IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, args...)
 			return err
 		}
 	}
-	ix.gen = max(ix.gen, gen)
 	return nil
 }
 

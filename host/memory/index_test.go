@@ -136,6 +136,23 @@ func TestIndexMatchesSQL(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	check("rebuilt")
+
+	// A rebuild does not hold commits up, and loses none of them.
+	rebuilt := make(chan error, 1)
+	go func() { rebuilt <- s.rebuildIndex(ctx) }()
+	learn(time.Now().Add(-10*time.Minute), "Never deploy on Fridays.", "We use Terraform for the infrastructure.")
+	if err := <-rebuilt; err != nil {
+		t.Fatal(err)
+	}
+	g, _ = generation(ctx, s.r)
+	deadline = time.Now().Add(20 * time.Second)
+	for s.idx.cur.Load().generation() != g {
+		if time.Now().After(deadline) {
+			t.Fatal("the index did not catch up after a rebuild during commits")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	check("rebuilt while learning")
 	if r := s.retrieveBoth(t, Query{Scope: "user:a", Agent: "default", Texts: []string{"staging port"}}, true); !contains(hitIDs(r.Hits), unitID(t, other, "user:a", "9090")) {
 		t.Fatalf("the other process's memory is not retrieved:\n%s", r.Section.Body)
 	}
