@@ -152,13 +152,24 @@ func (s *Store) pollIndex(stop, done chan struct{}) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		if g, err := generation(ctx, s.r); err == nil && g != ix.generation() {
+		if g, err := generation(ctx, s.r); err == nil && g != ix.generation() && s.staleIndex(ctx) {
 			if err := s.rebuildIndex(ctx); err != nil {
 				s.o.Log.Warn().Err(err).Msg("memory: index rebuild failed; retrying")
 			}
 		}
 		cancel()
 	}
+}
+
+// staleIndex checks, between commits, whether the store's generation is
+// ahead of the index's (a commit of this Store updates both under applyMu:
+// outside it the two may be read in between).
+func (s *Store) staleIndex(ctx context.Context) bool {
+	s.idx.applyMu.Lock()
+	defer s.idx.applyMu.Unlock()
+	ix := s.idx.cur.Load()
+	g, err := generation(ctx, s.r)
+	return err == nil && ix != nil && g != ix.generation()
 }
 
 // rebuildIndex builds a new index from the store while commits go on, then
