@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -34,6 +35,10 @@ const maxIndexUnits = 2_000_000
 // indexPoll is how often the generation is checked for writes by other
 // processes.
 const indexPoll = 500 * time.Millisecond
+
+// maxIncremental bounds the rows one commit updates in place; a larger
+// change (a bulk import) makes the poller rebuild.
+const maxIncremental = 20000
 
 // poolTTL bounds how long a standing pool is reused without writes (its
 // ranking includes recency).
@@ -109,6 +114,23 @@ func touch(tx *sql.Tx, rowid int64) {
 		t.rows[rowid] = true
 		t.mu.Unlock()
 	}
+}
+
+// touchUID is touch for a unit known by its public id.
+func touchUID(ctx context.Context, tx *sql.Tx, uid string) error {
+	if _, ok := txTouched.Load(tx); !ok {
+		return nil
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM memory_units WHERE uid = ?`, uid).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	touch(tx, id)
+	return nil
 }
 
 // StartIndex builds the in-memory index and keeps it current until
@@ -383,49 +405,28 @@ func (ix *memIndex) dropPool(vis string) {
 	ix.poolMu.Unlock()
 }
 
-// refreshIndex re-reads the rows a commit touched and updates the index
-// (called under applyMu, right after the commit).
-func (s *Store) refreshIndex(ctx context.Context, rows map[int64]bool, gen int64) error {
-	ix := s.idx.cur.Load()
-	if ix == nil {
-		return nil
-	}
-	if s.idx.building {
-		for id := range rows {
-			s.idx.pending[id] = true
-		}
-		s.idx.pendGens = append(s.idx.pendGens, gen)
-	}
-	if len(rows) > 20000 {
-		ix.mu.Lock()
-		ix.gen = -1 // a bulk change: the poller rebuilds
-		ix.mu.Unlock()
-		return nil
-	}
-	if err := s.refreshInto(ctx, ix, rows); err != nil {
-		return err
-	}
-	ix.mu.Lock()
-	ix.gen = max(ix.gen, gen)
-	ix.mu.Unlock()
-	return nil
+// rowsRead are the rows a change touched, as they now are: the indexed
+// units (the others were superseded or deleted) and their embeddings.
+type rowsRead struct {
+	rows  map[int64]bool
+	found []foundRow
+	vecs  map[int64][]float32
 }
 
-// refreshInto re-reads the given rows and updates ix with them.
-func (s *Store) refreshInto(ctx context.Context, ix *memIndex, rows map[int64]bool) error {
-	if len(rows) == 0 {
-		return nil
-	}
+type foundRow struct {
+	u    Unit
+	toks []string
+}
+
+// readRows reads the given rows through q (the write transaction, which
+// sees its own writes, or the pool).
+func readRows(ctx context.Context, q queryer, rows map[int64]bool, withVecs bool) (*rowsRead, error) {
+	r := &rowsRead{rows: rows}
 	ids := make([]int64, 0, len(rows))
 	for id := range rows {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	type fresh struct {
-		u    Unit
-		toks []string
-	}
-	var found []fresh
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), 400)]
 		ids = ids[len(chunk):]
@@ -433,40 +434,76 @@ func (s *Store) refreshInto(ctx context.Context, ix *memIndex, rows map[int64]bo
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rs, err := s.r.QueryContext(ctx, `SELECT `+prefixed("u.", unitCols)+`, f.terms FROM memory_fts f JOIN memory_units u ON u.id = f.rowid
+		rs, err := q.QueryContext(ctx, `SELECT `+prefixed("u.", unitCols)+`, f.terms FROM memory_fts f JOIN memory_units u ON u.id = f.rowid
 WHERE f.rowid IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, args...)
 		if err != nil {
-			return fmt.Errorf("memory: index refresh: %w", err)
+			return nil, fmt.Errorf("memory: index refresh: %w", err)
 		}
 		for rs.Next() {
 			var terms string
 			u, err := scanUnitPlus(rs, &terms)
 			if err != nil {
 				rs.Close()
-				return fmt.Errorf("memory: index refresh: %w", err)
+				return nil, fmt.Errorf("memory: index refresh: %w", err)
 			}
-			found = append(found, fresh{u, strings.Fields(terms)})
+			r.found = append(r.found, foundRow{u, strings.Fields(terms)})
 		}
 		rs.Close()
 		if err := rs.Err(); err != nil {
-			return err
+			return nil, err
+		}
+		if withVecs {
+			vs, err := q.QueryContext(ctx, `SELECT id, embedding FROM memory_units WHERE embedding IS NOT NULL AND id IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, args...)
+			if err != nil {
+				return nil, fmt.Errorf("memory: index refresh: %w", err)
+			}
+			for vs.Next() {
+				var id int64
+				var b []byte
+				if err := vs.Scan(&id, &b); err != nil {
+					vs.Close()
+					return nil, err
+				}
+				if r.vecs == nil {
+					r.vecs = map[int64][]float32{}
+				}
+				r.vecs[id] = embed.Decode(b)
+			}
+			vs.Close()
+			if err := vs.Err(); err != nil {
+				return nil, err
+			}
 		}
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	for id := range rows {
+	return r, nil
+}
+
+// apply puts the rows read into ix (under its write lock).
+func (ix *memIndex) apply(r *rowsRead) {
+	for id := range r.rows {
 		ix.remove(id)
 	}
-	var withVec []int64
-	for i := range found {
-		ix.add(&found[i].u, found[i].toks)
-		withVec = append(withVec, found[i].u.rowid)
-	}
-	if ix.withV {
-		if err := ix.loadVectors(ctx, s.r, withVec); err != nil {
-			return err
+	for i := range r.found {
+		u := &r.found[i].u
+		ix.add(u, r.found[i].toks)
+		if v, ok := r.vecs[u.rowid]; ok && ix.withV {
+			ix.vecs[u.rowid] = v
 		}
 	}
+}
+
+// refreshInto re-reads the given rows from the store and updates ix.
+func (s *Store) refreshInto(ctx context.Context, ix *memIndex, rows map[int64]bool) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	r, err := readRows(ctx, s.r, rows, ix.withV)
+	if err != nil {
+		return err
+	}
+	ix.mu.Lock()
+	ix.apply(r)
+	ix.mu.Unlock()
 	return nil
 }
 

@@ -344,28 +344,54 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
-	indexed := s.idx.cur.Load() != nil
-	if indexed {
-		s.idx.applyMu.Lock()
-		defer s.idx.applyMu.Unlock()
+	// The index changes with the commit: the rows it touched are read
+	// inside the transaction (which sees its writes), and applied under the
+	// index's write lock held across the commit, so no retrieval sees the
+	// store ahead of the index.
+	ix := s.idx.cur.Load()
+	if ix == nil {
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("memory: commit: %w", err)
+		}
+		s.localGen.Add(1)
+		return nil
 	}
+	touched.mu.Lock()
+	rows := touched.rows
+	touched.mu.Unlock()
+	var read *rowsRead
+	if len(rows) <= maxIncremental {
+		if read, err = readRows(ctx, tx, rows, ix.withV); err != nil {
+			return err
+		}
+	}
+	s.idx.applyMu.Lock()
+	defer s.idx.applyMu.Unlock()
+	if ix = s.idx.cur.Load(); ix == nil { // stopped meanwhile
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("memory: commit: %w", err)
+		}
+		s.localGen.Add(1)
+		return nil
+	}
+	ix.mu.Lock() // a rebuild may have swapped it meanwhile: this is the current one
 	if err := tx.Commit(); err != nil {
+		ix.mu.Unlock()
 		return fmt.Errorf("memory: commit: %w", err)
 	}
 	s.localGen.Add(1)
-	if indexed {
-		touched.mu.Lock()
-		rows := touched.rows
-		touched.mu.Unlock()
-		if err := s.refreshIndex(ctx, rows, gen); err != nil {
-			// The poller sees the generation differ and rebuilds.
-			s.o.Log.Warn().Err(err).Msg("memory: index update failed; rebuilding")
-			if ix := s.idx.cur.Load(); ix != nil {
-				ix.mu.Lock()
-				ix.gen = -1
-				ix.mu.Unlock()
-			}
+	if read != nil {
+		ix.apply(read)
+		ix.gen = max(ix.gen, gen)
+	} else {
+		ix.gen = -1 // a bulk change: the poller rebuilds
+	}
+	ix.mu.Unlock()
+	if s.idx.building {
+		for id := range rows {
+			s.idx.pending[id] = true
 		}
+		s.idx.pendGens = append(s.idx.pendGens, gen)
 	}
 	return nil
 }
