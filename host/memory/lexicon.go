@@ -188,13 +188,19 @@ const maxQueryTerms = 48
 // query's coverage.
 const expansionWeight = 0.5
 
+// qterm is a query term and its weight.
+type qterm struct {
+	t string
+	w float64
+}
+
 // expandQuery returns the distinct terms of the texts (newest text first)
 // and their weights; a term naming a category (or a request it serves:
 // "database", "an S3 bucket") adds the category's values and names at half
 // weight, so "which database should the migrations target?" meets "the team
 // switched to MySQL" and a search for "database" finds it. A value adds the
 // category's names ("mysql" → "database"), not the other values.
-func expandQuery(texts []string) ([]string, map[string]float64) {
+func expandQuery(texts []string) []qterm {
 	var base []string
 	for i := len(texts) - 1; i >= 0 && len(base) < maxQueryTerms; i-- {
 		base = append(base, queryTextTerms(texts[i])...)
@@ -203,56 +209,88 @@ func expandQuery(texts []string) ([]string, map[string]float64) {
 	if len(base) > maxQueryTerms {
 		base = base[:maxQueryTerms]
 	}
-	weight := make(map[string]float64, len(base)+8)
+	out := make([]qterm, 0, len(base)+16)
+	seen := make(map[string]struct{}, len(base)+16)
 	for _, t := range base {
-		weight[t] = 1
+		out = append(out, qterm{t, 1})
+		seen[t] = struct{}{}
 	}
-	set := make(map[string]struct{}, len(base))
+	// Which categories the query names (by a topic or related term) or
+	// mentions a value of, from the terms alone.
+	var named, valued uint64
 	for _, t := range base {
-		set[t] = struct{}{}
+		for _, h := range catIndex[t] {
+			fields := h.fields
+			all := true
+			for _, f := range fields {
+				if _, ok := seen[f]; !ok {
+					all = false
+					break
+				}
+			}
+			if !all {
+				continue
+			}
+			if h.value {
+				valued |= 1 << h.cat
+			} else {
+				named |= 1 << h.cat
+			}
+		}
 	}
-	out := base
-	addAll := func(list [][]string) {
+	add := func(list [][]string) {
 		for _, v := range list {
 			for _, t := range v {
-				if _, ok := weight[t]; !ok && len(out) < maxQueryTerms+16 {
-					weight[t] = expansionWeight
-					out = append(out, t)
+				if _, ok := seen[t]; !ok && len(out) < maxQueryTerms+16 {
+					seen[t] = struct{}{}
+					out = append(out, qterm{t, expansionWeight})
 				}
 			}
 		}
-	}
-	has := func(fields []string) bool {
-		for _, t := range fields {
-			if _, ok := set[t]; !ok {
-				return false
-			}
-		}
-		return true
 	}
 	for i := range categories {
 		c := &categories[i]
-		named := false
+		switch {
+		case named&(1<<i) != 0:
+			add(c.valuesF)
+			add(c.topicsF)
+		case valued&(1<<i) != 0:
+			add(c.topicsF)
+		}
+	}
+	return out
+}
+
+// catHit is one lexicon entry a term starts: a category's topic, related
+// word or value, as its terms.
+type catHit struct {
+	cat    int
+	fields []string
+	value  bool
+}
+
+// catIndex maps each term to the lexicon entries it is part of.
+var catIndex = map[string][]catHit{}
+
+func init() {
+	if len(categories) > 64 {
+		panic("memory: more than 64 lexicon categories")
+	}
+	for i := range categories {
+		c := &categories[i]
 		for _, list := range [][][]string{c.topicsF, c.relatedF} {
-			for _, t := range list {
-				if has(t) {
-					named = true
+			for _, f := range list {
+				if len(f) > 0 {
+					catIndex[f[0]] = append(catIndex[f[0]], catHit{cat: i, fields: f})
 				}
 			}
 		}
-		if named {
-			addAll(c.valuesF)
-			addAll(c.topicsF)
-			continue
-		}
-		for _, v := range c.valuesF {
-			if has(v) {
-				addAll(c.topicsF)
-				break
+		for _, f := range c.valuesF {
+			if len(f) > 0 {
+				catIndex[f[0]] = append(catIndex[f[0]], catHit{cat: i, fields: f, value: true})
 			}
 		}
 	}
-	return out, weight
 }
 
 // The terms of recent query texts: a turn's query holds the user's last

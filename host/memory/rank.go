@@ -204,50 +204,52 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		vis = visible(scope, q.Agent)
 	}
 	now := s.now()
-	qterms, weight := expandQuery(q.Texts)
+	qs := expandQuery(q.Texts)
 
 	// Document frequencies (per visibility) decide which terms are worth
 	// asking for: a term in most units costs much and ranks little.
-	if max := 600 / len(vis); len(qterms) > max {
-		qterms = qterms[:max]
+	if max := 600 / len(vis); len(qs) > max {
+		qs = qs[:max]
+	}
+	qterms := make([]string, len(qs))
+	for i, x := range qs {
+		qterms[i] = x.t
 	}
 	dfv, visUnits, err := src.frequencies(ctx, vis, qterms)
 	if err != nil {
 		return nil, err
 	}
-	df := make(map[string]int, len(qterms))
 	total := 0
 	for j := range vis {
 		total += visUnits[j]
 	}
-	for i, t := range qterms {
+	df := make([]int, len(qs))
+	var present []int // indices of the terms some unit holds
+	for i := range qs {
 		for j := range vis {
-			df[t] += dfv[i][j]
+			df[i] += dfv[i][j]
+		}
+		if df[i] > 0 {
+			present = append(present, i)
 		}
 	}
-	idf := func(t string) float64 {
-		d := float64(df[t])
+	idf := func(i int) float64 {
+		d := float64(df[i])
 		return math.Log(1 + (float64(total)-d+0.5)/(d+0.5))
-	}
-	var present []string
-	for _, t := range qterms {
-		if df[t] > 0 {
-			present = append(present, t)
-		}
 	}
 	// Rarest first, within a budget of postings: the work is bounded
 	// whatever the query, and rare terms are the ones that rank.
-	byRarity := append([]string(nil), present...)
-	sort.SliceStable(byRarity, func(i, j int) bool { return df[byRarity[i]] < df[byRarity[j]] })
+	byRarity := append([]int(nil), present...)
+	sort.SliceStable(byRarity, func(a, b int) bool { return df[byRarity[a]] < df[byRarity[b]] })
 	budget := max(200, total/400)
-	var match []string
+	var match []int
 	spent := 0
-	for _, t := range byRarity {
-		if len(match) == 8 || spent+df[t] > budget && len(match) > 0 || df[t] > budget {
+	for _, i := range byRarity {
+		if len(match) == 8 || spent+df[i] > budget && len(match) > 0 || df[i] > budget {
 			break
 		}
-		match = append(match, t)
-		spent += df[t]
+		match = append(match, i)
+		spent += df[i]
 	}
 
 	cands := make(map[int64]*scored, 96)
@@ -271,15 +273,11 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 	}
 	bm := map[int64]float64{}
 	if len(match) > 0 {
-		at := make(map[string]int, len(qterms))
-		for i, t := range qterms {
-			at[t] = i
-		}
 		var keys []visTerm
-		for _, t := range match {
+		for _, i := range match {
 			for j, v := range vis {
-				if dfv[at[t]][j] > 0 {
-					keys = append(keys, visTerm{v, t})
+				if dfv[i][j] > 0 {
+					keys = append(keys, visTerm{v, qs[i].t})
 				}
 			}
 		}
@@ -346,9 +344,9 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 	// overlap, embedding similarity, importance (decayed), recency, type.
 	var qw float64
 	qidf := make(map[string]float64, len(present)) // weighted idf of the query's terms
-	for _, t := range present {
-		w := weight[t] * idf(t)
-		qidf[t] = w
+	for _, i := range present {
+		w := qs[i].w * idf(i)
+		qidf[qs[i].t] = w
 		qw += w
 	}
 	maxBM := 0.0
