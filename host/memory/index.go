@@ -45,10 +45,11 @@ const maxIncremental = 20000
 const poolTTL = 10 * time.Minute
 
 type memIndex struct {
-	mu    sync.RWMutex
-	gen   int64
-	nRows int   // rows of memory_fts
-	nTok  int64 // tokens of memory_fts over every row and column
+	mu      sync.RWMutex
+	gen     int64
+	spoiled bool  // out of step with the store until rebuilt
+	nRows   int   // rows of memory_fts
+	nTok    int64 // tokens of memory_fts over every row and column
 
 	units  map[int64]*Unit
 	der    map[int64]*derived
@@ -229,6 +230,9 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 func (ix *memIndex) generation() int64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	if ix.spoiled {
+		return -1
+	}
 	return ix.gen
 }
 

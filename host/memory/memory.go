@@ -345,9 +345,11 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("memory: %w", err)
 	}
 	// The index changes with the commit: the rows it touched are read
-	// inside the transaction (which sees its writes), and applied under the
-	// index's write lock held across the commit, so no retrieval sees the
-	// store ahead of the index.
+	// inside the transaction (which sees its writes) and applied just before
+	// the commit, under applyMu — so no retrieval sees the store ahead of
+	// the index, and none waits for the commit itself (a commit may
+	// checkpoint the WAL). A commit that fails leaves the index ahead of the
+	// store: its generation is spoiled and the poller rebuilds it.
 	ix := s.idx.cur.Load()
 	if ix == nil {
 		if err := tx.Commit(); err != nil {
@@ -367,26 +369,28 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	s.idx.applyMu.Lock()
 	defer s.idx.applyMu.Unlock()
-	if ix = s.idx.cur.Load(); ix == nil { // stopped meanwhile
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("memory: commit: %w", err)
-		}
-		s.localGen.Add(1)
-		return nil
-	}
-	ix.mu.Lock() // a rebuild may have swapped it meanwhile: this is the current one
-	if err := tx.Commit(); err != nil {
-		ix.mu.Unlock()
-		return fmt.Errorf("memory: commit: %w", err)
-	}
-	s.localGen.Add(1)
-	if read != nil {
+	if ix = s.idx.cur.Load(); ix != nil && read != nil { // a rebuild may have swapped it meanwhile
+		ix.mu.Lock()
 		ix.apply(read)
-		ix.gen = max(ix.gen, gen)
-	} else {
-		ix.gen = -1 // a bulk change: the poller rebuilds
+		ix.mu.Unlock()
 	}
-	ix.mu.Unlock()
+	cerr := tx.Commit()
+	if cerr == nil {
+		s.localGen.Add(1)
+	}
+	if ix != nil {
+		ix.mu.Lock()
+		switch {
+		case cerr != nil || read == nil:
+			ix.spoiled = true // rebuilt by the poller: a failed commit, or a bulk change
+		default:
+			ix.gen = max(ix.gen, gen)
+		}
+		ix.mu.Unlock()
+	}
+	if cerr != nil {
+		return fmt.Errorf("memory: commit: %w", cerr)
+	}
 	if s.idx.building {
 		for id := range rows {
 			s.idx.pending[id] = true

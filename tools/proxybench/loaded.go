@@ -53,6 +53,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 	cfg.Skills.Dir = filepath.Join(dir, "skills")
 	cfg.Skills.AutoEvolve = false // no evolver LLM here
 	cfg.Memory.Enabled = true
+	cfg.Memory.ManualTrigger = os.Getenv("PB_MANUAL") != ""
 	if err := writeSkills(cfg.Skills.Dir, nSkills); err != nil {
 		return fail(err)
 	}
@@ -218,7 +219,9 @@ func agentBody(sm *sampler) string {
 	return `{"model":"m","messages":[{"role":"system","content":"` + sys[:6000] + `"},{"role":"user","content":"` + q + `"}]}`
 }
 
-// runLoaded sends n sequential agent turns to url as the bench user.
+// runLoaded sends n sequential agent turns to url as the bench user, in one
+// session (an agent's conversation; a new session would first catch up with
+// the user's pending turns, see docs/memory.md).
 func runLoaded(client *http.Client, url string, n int, seed int64) result {
 	sm := newSampler(seed)
 	bodies := make([]string, n)
@@ -228,7 +231,7 @@ func runLoaded(client *http.Client, url string, n int, seed int64) result {
 	lat := make([]time.Duration, n)
 	start := time.Now()
 	for i := range bodies {
-		lat[i] = onceAs(client, url, bodies[i], "bench")
+		lat[i] = onceAs(client, url, bodies[i], "bench", fmt.Sprintf("bench-%d", seed))
 	}
 	return summarize(lat, time.Since(start))
 }

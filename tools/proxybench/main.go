@@ -248,17 +248,18 @@ func summarize(lat []time.Duration, elapsed time.Duration) result {
 	return result{p50: lat[n/2], p99: lat[n*99/100], rps: float64(n) / elapsed.Seconds()}
 }
 
-// onceAs is a non-streaming request as a user (X-User-Id).
-func onceAs(client *http.Client, url, payload, user string) time.Duration {
-	return do(client, url, payload, user, false)
+// onceAs is a non-streaming request as a user (X-User-Id) in one session
+// (X-Session-Id).
+func onceAs(client *http.Client, url, payload, user, session string) time.Duration {
+	return do(client, url, payload, user, session, false)
 }
 
 // once returns the full latency, or for streams the time to the first data line.
 func once(client *http.Client, url, payload string, ttfbOnly bool) time.Duration {
-	return do(client, url, payload, "", ttfbOnly)
+	return do(client, url, payload, "", "", ttfbOnly)
 }
 
-func do(client *http.Client, url, payload, user string, ttfbOnly bool) time.Duration {
+func do(client *http.Client, url, payload, user, session string, ttfbOnly bool) time.Duration {
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(payload)))
 	if err != nil {
 		fail(err)
@@ -266,6 +267,9 @@ func do(client *http.Client, url, payload, user string, ttfbOnly bool) time.Dura
 	req.Header.Set("Content-Type", "application/json")
 	if user != "" {
 		req.Header.Set("X-User-Id", user)
+	}
+	if session != "" {
+		req.Header.Set("X-Session-Id", session)
 	}
 	t0 := time.Now()
 	resp, err := client.Do(req)
