@@ -86,7 +86,7 @@ func (s *Store) prepare(b *Batch, t *Turn) {
 	if len(t.Assistant) > maxTurnText {
 		t.Assistant = t.Assistant[:maxTurnText]
 	}
-	t.User = safety.StripPasted(t.User) // what the user pasted for processing is not what they said (guard.go)
+	t.User = stripPasted(t.User) // what the user pasted for processing is not what they said (guard.go, pasted.go)
 	var secrets []string
 	t.User, secrets = safety.RedactCollect(t.User)
 	t.Assistant, _ = Redact(t.Assistant)
