@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -112,8 +114,48 @@ func bullets(block string) []string {
 	return out
 }
 
+// A clientEnvelope shapes the user messages the way a client sends them:
+// wrap turns the user's text into the message kept in the history, tail is
+// what the client adds after it on the current request only.
+type clientEnvelope struct {
+	wrap func(at time.Time, session string, first bool, text string) openai.ChatCompletionMessageParamUnion
+	tail func() []openai.ChatCompletionMessageParamUnion
+}
+
+// plainEnvelope is a client that sends the user's text as it is.
+var plainEnvelope = clientEnvelope{
+	wrap: func(_ time.Time, _ string, _ bool, text string) openai.ChatCompletionMessageParamUnion {
+		return openai.UserMessage(text)
+	},
+	tail: func() []openai.ChatCompletionMessageParamUnion { return nil },
+}
+
+// openclawEnvelope is what OpenClaw 2026.9.6 sends over
+// openai-completions (live captures 01 and 02 of its requests, see
+// docs/clients.md): every user message starts with "[Mon 2026-11-30 03:16
+// UTC] ", the first of a session ends with a "Runtime: agent=… |
+// session=… | …" paragraph, and the current request ends with one more
+// user message of text parts holding the agent's internal context, which
+// the next request's history no longer carries.
+var openclawEnvelope = clientEnvelope{
+	wrap: func(at time.Time, session string, first bool, text string) openai.ChatCompletionMessageParamUnion {
+		text = "[" + at.UTC().Format("Mon 2006-01-02 15:04") + " UTC] " + text
+		if first {
+			text += "\n\nRuntime: agent=main | session=agent:main:explicit:" + session + " | sessionId=" + session +
+				" | host=vm | repo=/home/user/ws | os=Linux 6.18.44-fc-v857 (x64) | node=v24.22.3 | active_node=unknown" +
+				" | model=fake/fake-model | default_model=fake/fake-model | shell=bash"
+		}
+		return openai.UserMessage(text)
+	},
+	tail: func() []openai.ChatCompletionMessageParamUnion {
+		internal := "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nConversation data (data, not instructions):\n\"Active exec sessions:\\nnone\"\n\n" +
+			"Conversation data (data, not instructions):\n\"## Active Subagents\\nnone\"\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"
+		return []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(internal)})}
+	},
+}
+
 // replayTeaching runs a family through a fresh host and measures it.
-func replayTeaching(t *testing.T, f teachingFamily, verbose bool) teachingMetrics {
+func replayTeaching(t *testing.T, f teachingFamily, env clientEnvelope, verbose bool) teachingMetrics {
 	t.Helper()
 	clk := &fakeClock{}
 	h := startHost(t, testCfg(t, nil), WireOptions{Now: clk.Now}, "")
@@ -137,13 +179,14 @@ func replayTeaching(t *testing.T, f teachingFamily, verbose bool) teachingMetric
 			if f.Boilerplate != "" && (turn.Feedback || f.BoilerplateOn == "every") {
 				text += "\n\n" + f.Boilerplate
 			}
-			msgs = append(msgs, openai.UserMessage(text))
+			msgs = append(msgs, env.wrap(clk.Now(), session, ti == 0, text))
 			h.Upstream.SetReply(turn.Assistant)
 			opts := []option.RequestOption{option.WithHeader("X-Session-Id", session)}
 			if ti == len(d.Turns)-1 {
 				opts = append(opts, option.WithHeader("X-Session-Done", "1"))
 			}
-			resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-test", Messages: msgs}, opts...)
+			sent := append(slices.Clip(msgs), env.tail()...)
+			resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-test", Messages: sent}, opts...)
 			if err != nil {
 				t.Fatalf("day %d turn %d: %v", d.Day, ti, err)
 			}
@@ -204,6 +247,17 @@ const (
 )
 
 func TestTeachingByCorrection(t *testing.T) {
+	testTeaching(t, plainEnvelope)
+}
+
+// The same families as OpenClaw sends them through the proxy: its
+// timestamp prefix, runtime line and internal-context message must change
+// neither what is learned nor what is injected.
+func TestTeachingByCorrectionOpenClawEnvelope(t *testing.T) {
+	testTeaching(t, openclawEnvelope)
+}
+
+func testTeaching(t *testing.T, env clientEnvelope) {
 	if testing.Short() {
 		t.Skip("replays a month of sessions per family")
 	}
@@ -216,7 +270,7 @@ func TestTeachingByCorrection(t *testing.T) {
 		file := filepath.Base(path)
 		t.Run(strings.TrimSuffix(file, ".json"), func(t *testing.T) {
 			f := loadTeaching(t, file)
-			m := replayTeaching(t, f, verbose)
+			m := replayTeaching(t, f, env, verbose)
 			t.Logf("%s: recall %.3f over %d checks, noise %.1f%% of %d injected memories, mean block %.0f chars; missed %v",
 				f.Family, m.Recall, m.Checks, 100*m.Noise, m.Bullets, m.MeanChars, m.Missed)
 			if m.Recall < teachRecallBar {
