@@ -32,6 +32,10 @@ func TestFeedbackExtraction(t *testing.T) {
 		{"The output is missing the top-level last_updated field.", []want{{Preference, []string{"Every output must include the top-level last_updated field"}}}},
 		{"You forgot last_updated again: it goes at the top level of every JSON we publish.",
 			[]want{{Preference, []string{"last_updated goes at the top level of every JSON the team publishes"}}}},
+		// A defect named on the same line as its lead.
+		{"The output has issues: the timestamps must carry the +08:00 offset.", []want{{Preference, []string{"The timestamps must carry the +08:00 offset"}}}},
+		{"The time fields are incorrect: every time field needs date, time and offset +08:00.", []want{{Preference, []string{"Every time field needs date, time and offset +08:00"}}}},
+		{"The report has issues: it is missing the Data-Sources line.", []want{{Preference, []string{"Every report must include the Data-Sources line"}}}},
 		{"The spec only requires a date and an offset.", []want{{Preference, []string{"The spec only requires a date and an offset"}}}},
 		// A rule pointing at what follows keeps the block.
 		{"Not quite. All reports must start with the following header:\n```\n# Report: <title>\nOwner: <team>\nData-Sources: <tables>\n```",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,6 +158,11 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		st := b.SummaryTurns
 		if len(st) == 0 {
 			st = b.Turns
+		}
+		// The summary quotes the user: not their boilerplate either.
+		st = slices.Clone(st)
+		for i, t := range st {
+			st[i].User, _ = s.phrases.strip(t.Scope+"\x00"+t.Agent, t.User, false)
 		}
 		if len(st) > 0 {
 			c, ok, err := s.o.Extractor.Summarize(ctx, st)

@@ -163,11 +163,36 @@ func lineStatements(line string) []statement {
 		return out
 	}
 	for _, s := range sentences(line) {
+		defect := false
+		if rest, ok := afterDefectLead(s); ok {
+			s, defect = rest, true
+		}
 		for _, c := range clauses(s) {
-			out = append(out, statement{text: c})
+			out = append(out, statement{text: c, defect: defect})
 		}
 	}
 	return out
+}
+
+// defectLead introduces what is wrong with an answer on the same line ("The
+// output has issues: the timestamps must …", "The time fields are
+// incorrect: every time field needs …"): what follows the colon is the
+// statement, read as feedback.
+var defectLead = regexp.MustCompile(`(?i)^[^:：]{0,60}?\b(?:(?:has|have|had|with|found|there (?:are|were))\s+(?:(?:some|a few|several|two|three|many|the same|these)\s+)?(?:issues?|problems?|errors?|mistakes?|bugs?)|(?:is|are|was|were)\s+(?:still\s+|all\s+)?(?:wrong|incorrect|not right|broken|off))\s*[:：]\s+`)
+
+func afterDefectLead(s string) (string, bool) {
+	loc := defectLead.FindStringIndex(s)
+	if loc == nil {
+		return s, false
+	}
+	rest := strings.TrimSpace(s[loc[1]:])
+	if m := headSubject.FindStringSubmatch(s[:loc[1]]); m != nil {
+		rest = itPronoun.ReplaceAllString(rest, "the "+m[1]+" ") // "it" is the lead's subject
+	}
+	if len(Terms(rest)) < 3 {
+		return s, false
+	}
+	return capitalize(rest), true
 }
 
 // clauseJoint joins two statements in one sentence ("The file name should
