@@ -264,11 +264,15 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			res.IDs = append(res.IDs, uid)
 			b.provisional.note(out, uid)
 		}
+		injected := injections{}
 		for i, t := range fresh {
 			if skip[i] || len(t.Injected) == 0 || b.provisional != nil {
 				continue
 			}
-			if err := countInjected(ctx, tx, t.Injected, s.saidAt(t)); err != nil {
+			injected.add(t.Injected, s.saidAt(t))
+		}
+		if len(injected) > 0 {
+			if err := countInjected(ctx, tx, injected); err != nil {
 				return err
 			}
 		}
@@ -316,15 +320,46 @@ func (s *Store) seenSources(ctx context.Context, turns []Turn) (map[string]bool,
 	return seen, nil
 }
 
-// countInjected notes that units were injected into a turn.
-func countInjected(ctx context.Context, tx *sql.Tx, ids []string, at time.Time) error {
+// injections counts, per unit, the turns of a batch it was injected into
+// and the last of them.
+type injections map[string]struct {
+	n    int
+	last time.Time
+}
+
+func (in injections) add(ids []string, at time.Time) {
 	for _, id := range ids {
 		uid, ok := strings.CutPrefix(id, "memory:")
 		if !ok {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET injected_count = injected_count + 1, last_injected_at = MAX(last_injected_at, ?) WHERE uid = ?`,
-			ms(at), uid); err != nil {
+		c := in[uid]
+		c.n++
+		if at.After(c.last) {
+			c.last = at
+		}
+		in[uid] = c
+	}
+}
+
+// countInjected notes that units were injected into the batch's turns: one
+// update per unit with one prepared statement (a batch injects the same
+// standing rules into every turn, and this runs inside the write
+// transaction that answers' turn records wait behind).
+func countInjected(ctx context.Context, tx *sql.Tx, in injections) error {
+	stmt, err := tx.PrepareContext(ctx, `UPDATE memory_units SET injected_count = injected_count + ?, last_injected_at = MAX(last_injected_at, ?) WHERE uid = ?`)
+	if err != nil {
+		return fmt.Errorf("memory: injected: %w", err)
+	}
+	defer stmt.Close()
+	uids := make([]string, 0, len(in))
+	for uid := range in {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids) // one order: fewer page splits, and reproducible
+	for _, uid := range uids {
+		c := in[uid]
+		if _, err := stmt.ExecContext(ctx, c.n, ms(c.last), uid); err != nil {
 			return fmt.Errorf("memory: injected: %w", err)
 		}
 	}
