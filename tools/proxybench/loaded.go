@@ -53,7 +53,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 	cfg.Skills.Dir = filepath.Join(dir, "skills")
 	cfg.Skills.AutoEvolve = false // no evolver LLM here
 	cfg.Memory.Enabled = true
-	cfg.Memory.ManualTrigger = os.Getenv("PB_MANUAL") != ""
+	cfg.Memory.ManualTrigger = pauseLearning
 	if err := writeSkills(cfg.Skills.Dir, nSkills); err != nil {
 		return fail(err)
 	}

@@ -66,6 +66,7 @@ func main() {
 	nSkills := flag.Int("skills", 1000, "skills of the loaded scenario")
 	nLoaded := flag.Int("nloaded", 3000, "sequential requests per target in the loaded scenario")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the loaded metaclaw run to this file")
+	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")
 	skipEmpty := flag.Bool("loaded-only", false, "run only the loaded scenario")
 	flag.Parse()
 
@@ -335,7 +336,10 @@ func serve(h http.Handler) net.Listener {
 func f(d time.Duration) string   { return fmt.Sprintf("%.3f ms", ms(d)) }
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-var cpuProfile string
+var (
+	cpuProfile    string
+	pauseLearning bool
+)
 
 func startProfile(path string) func() {
 	f, err := os.Create(path)
