@@ -131,3 +131,61 @@ func TestCorrectionPointsThroughProxy(t *testing.T) {
 		t.Errorf("search by a key name of the block: HTTP %d %+v", code, found.Results)
 	}
 }
+
+// Fifteen standing rules, one of them said three ways, all reach a turn no
+// fact serves with the defaults (memory.standing_top_k, memory.max_tokens),
+// each once; a relevant fact still gets its own place.
+func TestFifteenStandingRulesWithinBudget(t *testing.T) {
+	clk := &fakeClock{}
+	h := startHost(t, testCfg(t, nil), WireOptions{Now: clk.Now}, "")
+	rules := []struct{ say, sig string }{
+		{"Never deploy on Fridays.", "Fridays"},
+		{"Always write tests before the code.", "tests before"},
+		{"I prefer tabs for indentation in Go files.", "tabs"},
+		{"Every report must name its owner.", "owner"},
+		{"All timestamps must carry the +08:00 offset.", "+08:00"},
+		{"Never use SELECT * in views.", "SELECT *"},
+		{"Every pull request needs a linked ticket.", "linked ticket"},
+		{"Always answer in British English.", "British English"},
+		{"Every migration must be reversible.", "reversible"},
+		{"Never commit secrets to the repository.", "secrets"},
+		{"Always squash commits before merging.", "squash"},
+		{"Every dashboard must show its data source.", "data source"},
+		{"Our file names must use ISO 8601 dates.", "ISO 8601"},
+		{"Always run the linter before pushing.", "linter"},
+		{"Every API change needs a changelog entry.", "changelog"},
+	}
+	var msgs []string
+	for _, r := range rules {
+		msgs = append(msgs, r.say)
+	}
+	msgs = append(msgs, "The team switched from Postgres to MySQL last month.")
+	h.session("r1", chatOpts{user: "erin"}, msgs...)
+	h.settle()
+	clk.Advance(day)
+	h.session("r2", chatOpts{user: "erin"}, "Timestamps need the +08:00 offset, as always.", "Every time field needs the +08:00 offset.")
+	h.settle()
+	clk.Advance(day)
+
+	block := memoryBlock(h.chat("Draft a poem about autumn leaves.", chatOpts{user: "erin", session: "r3"}))
+	for _, r := range rules {
+		n := strings.Count(block, r.sig)
+		if n != 1 {
+			t.Errorf("rule %q appears %d times", r.sig, n)
+		}
+	}
+	if strings.Contains(block, "MySQL") {
+		t.Errorf("a fact on a turn it does not serve:\n%s", block)
+	}
+	t.Logf("15 standing rules: %d characters", len(block))
+	if len(block) > 800*4 {
+		t.Errorf("block of %d characters exceeds memory.max_tokens:\n%s", len(block), block)
+	}
+	block = memoryBlock(h.chat("Which database should the migrations target?", chatOpts{user: "erin", session: "r4"}))
+	if !strings.Contains(block, "MySQL") || !strings.Contains(block, "reversible") {
+		t.Errorf("the database question lost its fact or a rule:\n%s", block)
+	}
+	if t.Failed() {
+		t.Logf("block:\n%s", block)
+	}
+}
