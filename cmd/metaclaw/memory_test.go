@@ -289,7 +289,8 @@ func TestMemoryThroughTheRealBinary(t *testing.T) {
 	if s = status(); s.Counts.MemoryPendingTurns != 0 || s.Counts.Memories != 2 {
 		t.Fatalf("after flush: %+v", s)
 	}
-	send("later", "Can we ship the hotfix on Friday?")
+	// A fact comes to the turns it serves; the standing preference to every turn.
+	send("later", "Which database does the hotfix migration target, and can we ship it on Friday?")
 	if sys := fmt.Sprint(up.Last().Body["messages"]); !strings.Contains(sys, "PostgreSQL 16") || !strings.Contains(sys, "tabs") {
 		t.Fatalf("prompt lacks the memories: %s", sys)
 	}
