@@ -289,12 +289,31 @@ func TestMemoryThroughTheRealBinary(t *testing.T) {
 	if s = status(); s.Counts.MemoryPendingTurns != 0 || s.Counts.Memories != 2 {
 		t.Fatalf("after flush: %+v", s)
 	}
-	send("later", "Can we ship the hotfix on Friday?")
+	// A fact comes to the turns it serves; the standing preference to every turn.
+	send("later", "Which database does the hotfix migration target, and can we ship it on Friday?")
 	if sys := fmt.Sprint(up.Last().Body["messages"]); !strings.Contains(sys, "PostgreSQL 16") || !strings.Contains(sys, "tabs") {
 		t.Fatalf("prompt lacks the memories: %s", sys)
 	}
 	// The CLI reads the same store while the host runs.
 	if out, code := c.run("memory", "search", "--user", "carol", "postgresql"); code != 0 || !strings.Contains(out, "PostgreSQL") {
 		t.Fatalf("search while running: %d %s", code, out)
+	}
+}
+
+// A search for a slot's category finds the memory in that slot: "database"
+// finds "we switched to MySQL" although the word is not in it.
+func TestMemoryCLISearchFindsSlotCategory(t *testing.T) {
+	c := newMemCLI(t)
+	var added struct {
+		Memory memory.Unit `json:"memory"`
+	}
+	c.jsonOut(&added, "add", "--user", "alice", "We switched to MySQL last month.")
+	c.jsonOut(&added, "add", "--user", "alice", "I prefer tabs for indentation.")
+	var found struct {
+		Results []memory.Hit `json:"results"`
+	}
+	c.jsonOut(&found, "search", "--user", "alice", "database")
+	if len(found.Results) != 1 || !strings.Contains(found.Results[0].Content, "MySQL") {
+		t.Fatalf("search database: %+v", found)
 	}
 }

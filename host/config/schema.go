@@ -136,7 +136,8 @@ type Memory struct {
 	SynergyTokenBudget         int     `yaml:"synergy_token_budget" default:"1200" min:"0" status:"compat" desc:"Python: combined skill+memory token cap."`
 	SynergySkillRatio          float64 `yaml:"synergy_skill_ratio" default:"0.35" min:"0" max:"1" status:"compat" desc:"Python: skill share of the synergy budget."`
 	SynergyDedupThreshold      float64 `yaml:"synergy_dedup_threshold" default:"0.5" min:"0" max:"1" status:"compat" desc:"Python: Jaccard overlap that drops a procedural memory."`
-	TopK                       int     `yaml:"top_k" default:"6" min:"0" desc:"Memories injected per turn."`
+	TopK                       int     `yaml:"top_k" default:"6" min:"0" desc:"Facts, project state and events relevant to the turn injected per turn (standing rules are counted by memory.standing_top_k)."`
+	StandingTopK               int     `yaml:"standing_top_k" default:"16" min:"0" desc:"Standing rules and preferences carried on every main turn, best first, within memory.max_tokens; 0 = none."`
 	MaxTokens                  int     `yaml:"max_tokens" default:"800" min:"0" desc:"Token budget of the injected memory block."`
 	IngestEveryTurns           int     `yaml:"ingest_every_turns" default:"5" min:"1" desc:"Extract memories every N main turns of a session."`
 	SessionIdleMinutes         int     `yaml:"session_idle_minutes" default:"30" min:"1" desc:"A session idle this long is ended (flushed and summarised)."`

@@ -81,7 +81,7 @@ func (s *Store) Add(ctx context.Context, n NewUnit) (Unit, string, error) {
 			v = vecs[0]
 		}
 		var err error
-		out, uid, err = s.apply(ctx, tx, &u, v, now)
+		out, uid, err = s.apply(ctx, tx, &u, v, now, nil)
 		return err
 	})
 	if err != nil {
@@ -275,6 +275,7 @@ func (s *Store) Edit(ctx context.Context, id string, p Patch) (Unit, error) {
 		if vec != nil {
 			blob = embed.Encode(vec)
 		}
+		touch(tx, u.rowid)
 		if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET content = ?, type = ?, subject = ?, value = ?, entities = ?, tags = ?,
     importance = ?, expires_at = ?, tokens = ?, updated_at = ?, embedding = CASE WHEN ? THEN ? ELSE embedding END WHERE id = ?`,
 			u.Content, string(u.Type), u.Subject, u.Value, jsonList(u.Entities), jsonList(u.Tags), u.Importance, expires,
@@ -617,6 +618,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 			if u.Status != StatusActive {
 				continue
 			}
+			touch(tx, u.rowid)
 			toks := ftsTokens(u.vis, indexTerms(u))
 			if _, err := fts.ExecContext(ctx, u.rowid, strings.Join(toks, " "), u.vis); err != nil {
 				return fmt.Errorf("memory: bulk index: %w", err)

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -17,7 +18,8 @@ import (
 
 // Benchmarks: retrieval + rendering (what the request path pays) at 10,000
 // and 100,000 units in one scope (the worst case: every unit competes), with
-// queries of three recent user messages; and ingestion throughput.
+// queries of three recent user messages — from the in-memory index (the
+// request path) and, for comparison, from SQLite; and ingestion throughput.
 //
 //	go test -run '^$' -bench 'Retrieve|Ingest' -benchtime 2000x ./host/memory/
 //
@@ -141,13 +143,27 @@ func seeded(b *testing.B, n int) *Store {
 			b.Fatal(err)
 		}
 	}
-	b.Logf("seeded %d units in %v", n, time.Since(start).Round(time.Millisecond))
+	t1 := time.Now()
+	if err := s.StartIndex(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded %d units in %v, index built in %v", n, t1.Sub(start).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
 	benchStore[n] = s
 	return s
 }
 
-func benchRetrieve(b *testing.B, n int) {
+func benchRetrieve(b *testing.B, n int, sqlite bool) {
 	s := seeded(b, n)
+	retrieve := s.Retrieve
+	if sqlite {
+		retrieve = func(ctx context.Context, q Query) (Result, error) {
+			src, err := s.sqlSourceNow(ctx)
+			if err != nil {
+				return Result{}, err
+			}
+			return s.retrieveFrom(ctx, src, q, s.o.TopK, s.o.StandingK, s.o.MaxTokens, true)
+		}
+	}
 	c := newCorpus(2)
 	queries := make([][]string, 256)
 	for i := range queries {
@@ -155,16 +171,19 @@ func benchRetrieve(b *testing.B, n int) {
 	}
 	ctx := context.Background()
 	// Warm the caches a query touches (the standing units of the scope).
-	if _, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[0]}); err != nil {
+	if _, err := retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[0]}); err != nil {
 		b.Fatal(err)
 	}
 	lat := make([]time.Duration, 0, b.N)
 	empty := 0
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0, cpuOK := threadCPU()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		res, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[i%len(queries)]})
+		res, err := retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[i%len(queries)], sectionOnly: true})
 		lat = append(lat, time.Since(t0))
 		if err != nil {
 			b.Fatal(err)
@@ -174,6 +193,9 @@ func benchRetrieve(b *testing.B, n int) {
 		}
 	}
 	b.StopTimer()
+	if cpu1, ok := threadCPU(); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/1e3/float64(b.N), "cpu-µs/op")
+	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
@@ -182,8 +204,9 @@ func benchRetrieve(b *testing.B, n int) {
 	}
 }
 
-func BenchmarkRetrieve10k(b *testing.B)  { benchRetrieve(b, 10_000) }
-func BenchmarkRetrieve100k(b *testing.B) { benchRetrieve(b, 100_000) }
+func BenchmarkRetrieve10k(b *testing.B)       { benchRetrieve(b, 10_000, false) }
+func BenchmarkRetrieve100k(b *testing.B)      { benchRetrieve(b, 100_000, false) }
+func BenchmarkRetrieveSQLite10k(b *testing.B) { benchRetrieve(b, 10_000, true) }
 
 // BenchmarkIngest measures learning throughput: batches of 16 turns (a mix
 // of statements the heuristic keeps and chatter it skips) extracted and

@@ -71,9 +71,24 @@ func indexTerms(u *Unit) []string {
 	return t
 }
 
-// renderLine is a unit's bullet in the injected block.
+// renderLine is a unit's bullet in the injected block: its statement on
+// one line, then its attached block (if any) indented under it.
 func renderLine(u *Unit) string {
-	return "- " + oneLine(u.Content, 600) + " (" + u.LastSeenAt.UTC().Format("2006-01-02") + ")"
+	line, block := splitContent(u.Content)
+	out := "- " + oneLine(line, 600) + " (" + u.LastSeenAt.UTC().Format("2006-01-02") + ")"
+	if block = strings.TrimSpace(block); block == "" {
+		return out
+	}
+	if len(block) > maxBlock+8 {
+		block = boundBlock(strings.Split(block, "\n"), false)
+	}
+	var b strings.Builder
+	b.WriteString(out)
+	for _, l := range strings.Split(block, "\n") {
+		b.WriteString("\n  ")
+		b.WriteString(strings.TrimRight(l, " \t"))
+	}
+	return b.String()
 }
 
 // insertUnit writes a new unit (and indexes it when active).
@@ -120,11 +135,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 
 
 // visKey is the prefix of a visibility's index tokens.
 func visKey(vis string) string {
-	if len(vis) > 17 {
-		return vis[:17]
+	if len(vis) > visKeyLen {
+		return vis[:visKeyLen]
 	}
 	return vis
 }
+
+// visKeyLen is the length of a visibility key ("v" and 16 hex digits).
+const visKeyLen = 17
 
 // ftsTokens prefixes terms with the visibility key (duplicates kept: bm25
 // weighs term frequency).
@@ -139,6 +157,7 @@ func ftsTokens(vis string, terms []string) []string {
 
 // index adds a unit to the FTS index and the document frequencies.
 func index(ctx context.Context, tx *sql.Tx, rowid int64, vis string, terms []string) error {
+	touch(tx, rowid)
 	toks := ftsTokens(vis, terms)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, terms, vis) VALUES (?, ?, ?)`, rowid, strings.Join(toks, " "), vis); err != nil {
 		return fmt.Errorf("memory: index: %w", err)
@@ -148,6 +167,7 @@ func index(ctx context.Context, tx *sql.Tx, rowid int64, vis string, terms []str
 
 // unindex removes a unit from the FTS index (no-op when it is not there).
 func unindex(ctx context.Context, tx *sql.Tx, rowid int64) error {
+	touch(tx, rowid)
 	var terms, vis string
 	err := tx.QueryRowContext(ctx, `SELECT terms, vis FROM memory_fts WHERE rowid = ?`, rowid).Scan(&terms, &vis)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -242,6 +262,7 @@ func unitsByRowids(ctx context.Context, q queryer, ids []int64) ([]Unit, error) 
 
 // supersede marks old as replaced by newUID and drops it from the index.
 func supersede(ctx context.Context, tx *sql.Tx, old *Unit, newUID string, now time.Time, why string) error {
+	touch(tx, old.rowid)
 	if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ?`,
 		newUID, ms(now), old.rowid); err != nil {
 		return fmt.Errorf("memory: supersede: %w", err)

@@ -110,6 +110,9 @@ func startWithKey(t testing.TB, cfg *config.Config, wo WireOptions, dir string, 
 				t.Fatal(err)
 			}
 			mh.mem = h
+			if h.Store != nil {
+				t.Cleanup(h.Store.StopIndex)
+			}
 			return h.Routes
 		},
 	})
@@ -196,10 +199,13 @@ func memoryBlock(system string) string {
 		return ""
 	}
 	block = block[j:]
+	if k := strings.Index(block, core.EndMarker); k >= 0 {
+		block = block[:k]
+	}
 	if k := strings.Index(block[3:], "\n## "); k >= 0 {
 		block = block[:k+3]
 	}
-	return block
+	return strings.TrimRight(block, "\n")
 }
 
 // session runs a conversation (each message a turn, history replayed) and

@@ -43,7 +43,7 @@ func TestHeuristicExtract(t *testing.T) {
 		{"That's wrong, it should be 9090.", Semantic, "", "", "It should be 9090", true},
 		{"No, the staging port is 9090.", Semantic, "fact:port stag", "9090", "The staging port is 9090", true},
 		{"Remember that the staging port is 8080.", Semantic, "fact:port stag", "8080", "The staging port is 8080", false},
-		{"All PRs must be reviewed by two people.", Semantic, "fact:prs", "people review", "must be reviewed", false},
+		{"All PRs must be reviewed by two people.", Preference, "pref:prs", "people review", "must be reviewed", false},
 		{"Code must not touch the vendor directory.", Preference, "", "-", "Code must not touch", false},
 		{"Keep answers short.", Preference, "pref:verbosity", "+short", "Keep answers short", false},
 		{"Today we shipped v2.0 of the billing service.", Episodic, "", "", "the team shipped v2.0", false},
@@ -153,6 +153,9 @@ func FuzzHeuristicExtractor(f *testing.F) {
 		"Call me Sam.", "My timezone is UTC+8.", "We switched the main database to MySQL.", "Always run tests. Never deploy on Fridays!",
 		"That's wrong, it should be 9090.", "记住，测试服务器的端口是8080。", "```\ncode\n```\nI hate tabs", "my  is ", "we switched  to ",
 		"I'd rather", "请叫我", "我们的", "No, the", "e.g. I prefer x. vs. y.", "\xff\xfe I prefer \x00 tabs",
+		"Our reports need: (1) a file name `YYYYMMDD_<desc>.md`, (2) a front-matter block.", "The output has issues: 1. x 2. y",
+		"All reports must start with the following header:\n```\nOwner: <team>\n```", "Rules:\n- never a\n- always b\n  continued",
+		"You forgot last_updated again: it goes at the top.", "v1.2 should be 2026-03-03T11:00:00+08:00.", "(1) (2) (3)", "```\n```\n:",
 	} {
 		f.Add(s)
 	}
@@ -169,7 +172,7 @@ func FuzzHeuristicExtractor(f *testing.F) {
 			if _, err := ParseType(string(c.Type)); err != nil || c.Type == WorkingSummary {
 				t.Fatalf("type %q", c.Type)
 			}
-			if len(Terms(c.Content)) == 0 || len(c.Content) > 2*maxSentence+200 {
+			if len(Terms(c.Content)) == 0 || len(c.Content) > 2*maxSentence+maxBlock+200 {
 				t.Fatalf("content %q", c.Content)
 			}
 			if utf8.ValidString(in) && !utf8.ValidString(c.Content) {

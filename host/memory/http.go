@@ -206,6 +206,7 @@ type RetrieveRequest struct {
 	ScopeID         string   `json:"scope_id,omitempty"`
 	Agent           string   `json:"agent,omitempty"`
 	TopK            int      `json:"top_k,omitempty"`
+	StandingTopK    int      `json:"standing_top_k,omitempty"` // standing rules and preferences; default memory.standing_top_k
 	MaxTokens       int      `json:"max_tokens,omitempty"`
 }
 
@@ -228,7 +229,7 @@ func (a *API) retrieve(w http.ResponseWriter, r *http.Request) {
 		texts = []string{req.TaskDescription}
 	}
 	res, err := a.Store.Retrieve(r.Context(), Query{
-		Scope: scopeOf(r, req.ScopeID), Agent: agentOf(r, req.Agent), Texts: texts, TopK: min(req.TopK, 50), MaxTokens: min(req.MaxTokens, 8000),
+		Scope: scopeOf(r, req.ScopeID), Agent: agentOf(r, req.Agent), Texts: texts, TopK: min(req.TopK, 50), StandingK: min(req.StandingTopK, 64), MaxTokens: min(req.MaxTokens, 8000),
 	})
 	if err != nil {
 		a.fail(w, err)

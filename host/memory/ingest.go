@@ -4,13 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/safety"
-	"github.com/metaclaw-go/metaclaw/host/tokens"
 )
 
 // Batch is a set of turns to learn from (also the body of
@@ -89,7 +87,7 @@ func (s *Store) prepare(b *Batch, t *Turn) {
 	if len(t.Assistant) > maxTurnText {
 		t.Assistant = t.Assistant[:maxTurnText]
 	}
-	t.User = safety.StripPasted(t.User) // what the user pasted for processing is not what they said (guard.go)
+	t.User = stripPasted(t.User) // what the user pasted for processing is not what they said (guard.go, pasted.go)
 	var secrets []string
 	t.User, secrets = safety.RedactCollect(t.User)
 	t.Assistant, _ = Redact(t.Assistant)
@@ -130,6 +128,22 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		}
 		fresh = append(fresh, t)
 	}
+	// Sentences recurring verbatim across the scope's turns say nothing new.
+	// (A provisional pass reads turns the real extraction reads again: only
+	// the real one counts them.)
+	if b.provisional == nil {
+		for _, t := range fresh {
+			s.phrases.observe(t.Scope+"\x00"+t.Agent, t.User)
+		}
+	}
+	var boiler []boilerplateSentence
+	for i, t := range fresh {
+		var found []string
+		fresh[i].User, found = s.phrases.strip(t.Scope+"\x00"+t.Agent, t.User, b.provisional == nil)
+		for _, f := range found {
+			boiler = append(boiler, boilerplateSentence{t.Scope, t.Agent, f})
+		}
+	}
 	ex := s.o.Extractor
 	if b.provisional != nil {
 		ex = b.provisional.extractor
@@ -144,6 +158,11 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		st := b.SummaryTurns
 		if len(st) == 0 {
 			st = b.Turns
+		}
+		// The summary quotes the user: not their boilerplate either.
+		st = slices.Clone(st)
+		for i, t := range st {
+			st[i].User, _ = s.phrases.strip(t.Scope+"\x00"+t.Agent, t.User, false)
 		}
 		if len(st) > 0 {
 			c, ok, err := s.o.Extractor.Summarize(ctx, st)
@@ -170,6 +189,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		if b.provisional != nil {
 			u.Origin = OriginProvisional
 		}
+		u.msg = "#" + itoa(c.Turn)
 		units = append(units, u)
 		unitTurn = append(unitTurn, c.Turn)
 	}
@@ -211,6 +231,12 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			}
 		}
 		res.Turns = len(fresh) - len(skip)
+		for _, b := range boiler {
+			if err := s.retractBoilerplate(ctx, tx, b, now); err != nil {
+				return err
+			}
+		}
+		batch := map[string]string{}
 		for i := range units {
 			if ti := unitTurn[i]; ti >= 0 && skip[ti] {
 				continue
@@ -219,9 +245,12 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			if vecs != nil {
 				v = vecs[i]
 			}
-			out, uid, err := s.apply(ctx, tx, &units[i], v, now)
+			out, uid, err := s.apply(ctx, tx, &units[i], v, now, batch)
 			if err != nil {
 				return err
+			}
+			if units[i].msg != "" {
+				batch[uid] = units[i].msg
 			}
 			switch out {
 			case OutcomeAdded, OutcomeStale:
@@ -235,11 +264,15 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			res.IDs = append(res.IDs, uid)
 			b.provisional.note(out, uid)
 		}
+		injected := injections{}
 		for i, t := range fresh {
 			if skip[i] || len(t.Injected) == 0 || b.provisional != nil {
 				continue
 			}
-			if err := countInjected(ctx, tx, t.Injected, s.saidAt(t)); err != nil {
+			injected.add(t.Injected, s.saidAt(t))
+		}
+		if len(injected) > 0 {
+			if err := countInjected(ctx, tx, injected); err != nil {
 				return err
 			}
 		}
@@ -287,15 +320,46 @@ func (s *Store) seenSources(ctx context.Context, turns []Turn) (map[string]bool,
 	return seen, nil
 }
 
-// countInjected notes that units were injected into a turn.
-func countInjected(ctx context.Context, tx *sql.Tx, ids []string, at time.Time) error {
+// injections counts, per unit, the turns of a batch it was injected into
+// and the last of them.
+type injections map[string]struct {
+	n    int
+	last time.Time
+}
+
+func (in injections) add(ids []string, at time.Time) {
 	for _, id := range ids {
 		uid, ok := strings.CutPrefix(id, "memory:")
 		if !ok {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET injected_count = injected_count + 1, last_injected_at = MAX(last_injected_at, ?) WHERE uid = ?`,
-			ms(at), uid); err != nil {
+		c := in[uid]
+		c.n++
+		if at.After(c.last) {
+			c.last = at
+		}
+		in[uid] = c
+	}
+}
+
+// countInjected notes that units were injected into the batch's turns: one
+// update per unit with one prepared statement (a batch injects the same
+// standing rules into every turn, and this runs inside the write
+// transaction that answers' turn records wait behind).
+func countInjected(ctx context.Context, tx *sql.Tx, in injections) error {
+	stmt, err := tx.PrepareContext(ctx, `UPDATE memory_units SET injected_count = injected_count + ?, last_injected_at = MAX(last_injected_at, ?) WHERE uid = ?`)
+	if err != nil {
+		return fmt.Errorf("memory: injected: %w", err)
+	}
+	defer stmt.Close()
+	uids := make([]string, 0, len(in))
+	for uid := range in {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids) // one order: fewer page splits, and reproducible
+	for _, uid := range uids {
+		c := in[uid]
+		if _, err := stmt.ExecContext(ctx, c.n, ms(c.last), uid); err != nil {
 			return fmt.Errorf("memory: injected: %w", err)
 		}
 	}
@@ -307,7 +371,7 @@ func countInjected(ctx context.Context, tx *sql.Tx, ids []string, at time.Time) 
 // session summaries stay private to the agent they happened with.
 func (s *Store) candidateUnit(c Candidate, t Turn, now time.Time) (Unit, bool) {
 	content, _ := Redact(strings.TrimSpace(c.Content))
-	content = oneLine(content, 1000)
+	content = normalizeContent(content)
 	if len(Terms(content)) == 0 {
 		return Unit{}, false
 	}
@@ -364,297 +428,4 @@ func (s *Store) embedUnits(ctx context.Context, units []Unit) [][]float32 {
 		return nil
 	}
 	return vecs
-}
-
-// apply consolidates one new unit inside a write transaction:
-//
-//   - same subject, same value, or nearly the same words → the existing unit
-//     is reinforced (mentions, confidence, last seen; the new wording is kept
-//     in the audit row, or replaces the old one when it says strictly more);
-//   - same subject, other value → the user changed their mind: the newer
-//     statement supersedes the older (which stays, status superseded);
-//   - a correction without a subject supersedes the most similar older unit;
-//   - otherwise the unit is added.
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, u *Unit, vec []float32, now time.Time) (string, string, error) {
-	u.vis = visToken(u.Scope, u.Agent)
-	consolidate := !s.o.NoConsolidate
-	var conflicts []Unit
-	if u.Subject != "" {
-		rows, err := tx.QueryContext(ctx, `SELECT `+unitCols+` FROM memory_units WHERE vis = ? AND subject = ? AND subject != '' AND status = 'active'`, u.vis, u.Subject)
-		if err != nil {
-			return "", "", fmt.Errorf("memory: consolidate: %w", err)
-		}
-		var same []Unit
-		for rows.Next() {
-			o, err := scanUnit(rows)
-			if err != nil {
-				rows.Close()
-				return "", "", err
-			}
-			if o.Value == u.Value {
-				same = append(same, o)
-			} else {
-				conflicts = append(conflicts, o)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return "", "", err
-		}
-		if len(same) > 0 {
-			return OutcomeReinforced, same[0].ID, s.reinforce(ctx, tx, &same[0], u, vec, now)
-		}
-	}
-	var similar []Unit
-	if len(conflicts) == 0 {
-		var err error
-		similar, err = similarUnits(ctx, tx, u)
-		if err != nil {
-			return "", "", err
-		}
-		uset := TermSet(u.Content)
-		for i := range similar {
-			o := &similar[i]
-			if o.Type != u.Type || o.Subject != "" && u.Subject != "" && o.Subject != u.Subject {
-				continue
-			}
-			oset := TermSet(o.Content)
-			if normKey(o.Content) == normKey(u.Content) || consolidate && jaccard(oset, uset) >= 0.8 {
-				return OutcomeReinforced, o.ID, s.reinforce(ctx, tx, o, u, vec, now)
-			}
-		}
-	}
-	if !consolidate {
-		conflicts, similar = nil, nil
-	}
-	if len(conflicts) == 0 && u.Correction() && len(similar) > 0 {
-		if o := correctionTarget(u, similar); o != nil {
-			conflicts = []Unit{*o}
-		}
-	}
-	// Newer statements win; an older statement arriving late (sessions are
-	// ingested in any order) is kept, but as superseded.
-	var newest *Unit
-	for i := range conflicts {
-		if conflicts[i].SaidAt.After(u.SaidAt) && (newest == nil || conflicts[i].SaidAt.After(newest.SaidAt)) {
-			newest = &conflicts[i]
-		}
-	}
-	if newest != nil {
-		u.Status, u.SupersededBy = StatusSuperseded, newest.ID
-	}
-	if err := insertUnit(ctx, tx, u, vec); err != nil {
-		return "", "", err
-	}
-	if err := event(ctx, tx, u.ID, u.Scope, "created", map[string]any{"origin": u.Origin, "turns": u.SourceTurns, "session": u.SourceSession}, now); err != nil {
-		return "", "", err
-	}
-	if newest != nil {
-		return OutcomeStale, u.ID, event(ctx, tx, u.ID, u.Scope, "superseded", map[string]string{"by": newest.ID, "reason": "a newer statement says otherwise"}, now)
-	}
-	if len(conflicts) == 0 {
-		if u.Type == WorkingSummary {
-			return OutcomeAdded, u.ID, capSummaries(ctx, tx, u, now)
-		}
-		return OutcomeAdded, u.ID, nil
-	}
-	for i := range conflicts {
-		if err := supersede(ctx, tx, &conflicts[i], u.ID, now, "changed: "+oneLine(u.Content, 200)); err != nil {
-			return "", "", err
-		}
-	}
-	return OutcomeSuperseded, u.ID, nil
-}
-
-// Correction reports whether a unit was tagged as a correction.
-func (u *Unit) Correction() bool {
-	for _, t := range u.Tags {
-		if t == "correction" {
-			return true
-		}
-	}
-	return false
-}
-
-// correctionTarget picks the older unit a subject-less correction replaces:
-// the one sharing the most words (at least two, and half of the shorter).
-func correctionTarget(u *Unit, similar []Unit) *Unit {
-	uset := TermSet(u.Content)
-	var best *Unit
-	bestScore := 0.0
-	for i := range similar {
-		o := &similar[i]
-		if o.Type == Episodic || o.Type == WorkingSummary || o.SaidAt.After(u.SaidAt) || o.Subject != "" && u.Subject != "" {
-			continue
-		}
-		oset := TermSet(o.Content)
-		inter := 0
-		for t := range uset {
-			if _, ok := oset[t]; ok {
-				inter++
-			}
-		}
-		if inter < 2 {
-			continue
-		}
-		score := float64(inter) / float64(min(len(uset), len(oset)))
-		if score >= 0.5 && score > bestScore {
-			best, bestScore = o, score
-		}
-	}
-	return best
-}
-
-// similarUnits are the active units of u's visibility that share the most
-// terms with it (bm25 over its rarest terms).
-func similarUnits(ctx context.Context, tx *sql.Tx, u *Unit) ([]Unit, error) {
-	terms := distinct(Terms(u.Content))
-	if len(terms) == 0 {
-		return nil, nil
-	}
-	if len(terms) > 32 {
-		terms = terms[:32]
-	}
-	// Its rarest terms, within a budget of postings (a near-duplicate shares
-	// them; common words would make bm25 score most of the scope).
-	keyDF, err := frequenciesIn(ctx, tx, []string{u.vis}, terms)
-	if err != nil {
-		return nil, err
-	}
-	k := visKey(u.vis)
-	sort.SliceStable(terms, func(i, j int) bool { return keyDF[k+terms[i]] < keyDF[k+terms[j]] })
-	var toks []string
-	spent, budget := 0, max(200, keyDF["#"+k]/400)
-	for _, t := range terms {
-		n := keyDF[k+t]
-		if n == 0 {
-			continue
-		}
-		if len(toks) == 8 || spent+n > budget && len(toks) > 0 || n > 20*budget {
-			break
-		}
-		toks = append(toks, k+t)
-		spent += n
-	}
-	if len(toks) == 0 {
-		return nil, nil
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY bm25(memory_fts, 1.0, 0.0) LIMIT 8`, ftsQuery(toks))
-	if err != nil {
-		return nil, fmt.Errorf("memory: similar: %w", err)
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	units, err := unitsByRowids(ctx, tx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("memory: similar: %w", err)
-	}
-	out := units[:0]
-	for _, o := range units {
-		if o.Status == StatusActive {
-			out = append(out, o)
-		}
-	}
-	return out, nil
-}
-
-// reinforce merges a repeated statement into the existing unit.
-func (s *Store) reinforce(ctx context.Context, tx *sql.Tx, o, u *Unit, vec []float32, now time.Time) error {
-	content := o.Content
-	oset, uset := TermSet(o.Content), TermSet(u.Content)
-	superset := len(uset) > len(oset)
-	for t := range oset {
-		if _, ok := uset[t]; !ok {
-			superset = false
-			break
-		}
-	}
-	if superset {
-		content = u.Content // says strictly more
-	}
-	lastSeen := o.LastSeenAt
-	if u.LastSeenAt.After(lastSeen) {
-		lastSeen = u.LastSeenAt
-	}
-	expires := int64(0)
-	if o.ExpiresAt != nil {
-		expires = ms(*o.ExpiresAt)
-		if u.ExpiresAt != nil {
-			expires = max(expires, ms(*u.ExpiresAt))
-		}
-	}
-	merged := *o
-	merged.Content, merged.LastSeenAt = content, lastSeen
-	merged.Entities = mergeStrings(o.Entities, u.Entities, 8)
-	merged.Tags = mergeStrings(o.Tags, u.Tags, 8)
-	merged.SourceTurns = mergeTurns(o.SourceTurns, u.SourceTurns)
-	tok := tokens.Count(renderLine(&merged))
-	var blob any
-	if len(vec) > 0 && content != o.Content {
-		blob = embed.Encode(vec)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET content = ?, entities = ?, tags = ?, mentions = mentions + 1,
-    importance = MAX(importance, ?), confidence = MIN(1.0, MAX(confidence, ?) + 0.05), last_seen_at = ?, updated_at = ?,
-    expires_at = ?, source_turns = ?, tokens = ?, embedding = COALESCE(?, embedding) WHERE id = ?`,
-		content, jsonList(merged.Entities), jsonList(merged.Tags), u.Importance, u.Confidence, ms(lastSeen), ms(now),
-		expires, jsonList(merged.SourceTurns), tok, blob, o.rowid); err != nil {
-		return fmt.Errorf("memory: reinforce: %w", err)
-	}
-	if content != o.Content || len(merged.Entities) != len(o.Entities) || len(merged.Tags) != len(o.Tags) {
-		if err := unindex(ctx, tx, o.rowid); err != nil {
-			return err
-		}
-		if err := index(ctx, tx, o.rowid, o.vis, indexTerms(&merged)); err != nil {
-			return err
-		}
-	}
-	detail := map[string]any{"turns": u.SourceTurns, "session": u.SourceSession, "origin": u.Origin}
-	if u.Content != o.Content {
-		detail["wording"] = u.Content // nothing said is lost
-	}
-	if content != o.Content {
-		detail["replaced"] = o.Content
-	}
-	return event(ctx, tx, o.ID, o.Scope, "reinforced", detail, now)
-}
-
-// maxSummaries is how many session summaries stay active per agent and scope.
-const maxSummaries = 3
-
-func capSummaries(ctx context.Context, tx *sql.Tx, u *Unit, now time.Time) error {
-	rows, err := tx.QueryContext(ctx, `SELECT `+unitCols+` FROM memory_units WHERE vis = ? AND type = 'working_summary' AND status = 'active'
-ORDER BY said_at DESC, id DESC LIMIT -1 OFFSET ?`, u.vis, maxSummaries)
-	if err != nil {
-		return fmt.Errorf("memory: summaries: %w", err)
-	}
-	var old []Unit
-	for rows.Next() {
-		o, err := scanUnit(rows)
-		if err != nil {
-			rows.Close()
-			return err
-		}
-		old = append(old, o)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for i := range old {
-		if err := supersede(ctx, tx, &old[i], u.ID, now, "older session summary"); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,6 +1,9 @@
 package memory
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // A category groups the values one preference or fact can take, so that
 // "I prefer tabs" and, later, "actually I prefer spaces" land on the same
@@ -14,6 +17,12 @@ type category struct {
 	weak []string
 	// topics name the category itself ("indentation", "缩进").
 	topics []string
+	// related are words of a request the category's memories serve ("an
+	// S3 bucket" is about the cloud the team uses): they expand queries.
+	related []string
+
+	// The entries split into terms, for query expansion.
+	valuesF, topicsF, relatedF [][]string
 }
 
 var categories = []category{
@@ -22,21 +31,21 @@ var categories = []category{
 	{name: "reply_language", values: []string{"english", "chinese", "mandarin", "japanese", "korean", "spanish", "french", "german", "中文", "英文", "汉语", "英语", "日语", "日文", "韩语"},
 		topics: []string{"language", "reply", "respond", "answer", "语言", "回复", "回答"}},
 	{name: "database", values: []string{"postgresql", "mysql", "sqlite", "mongodb", "mariadb", "oracle", "dynamodb", "cassandra", "supabase", "cockroachdb", "clickhouse", "duckdb"},
-		topics: []string{"database", "数据", "据库"}},
-	{name: "package_manager", values: []string{"npm", "yarn", "pnpm", "bun", "pip", "poetry", "uv", "conda", "pipenv"}, topics: []string{"package", "包管", "管理"}},
-	{name: "editor", values: []string{"vim", "neovim", "nvim", "emacs", "vscode", "intellij", "goland", "pycharm", "sublime", "zed", "helix"}, topics: []string{"editor", "ide", "编辑"}},
+		topics: []string{"database", "数据", "据库"}, related: []string{"migration", "migrations", "schema", "迁移", "表结构"}},
+	{name: "package_manager", values: []string{"npm", "yarn", "pnpm", "bun", "pip", "poetry", "uv", "conda", "pipenv"}, topics: []string{"package", "包管", "管理"}, related: []string{"dependency", "dependencies", "install", "lockfile", "依赖"}},
+	{name: "editor", values: []string{"vim", "neovim", "nvim", "emacs", "vscode", "intellij", "goland", "pycharm", "sublime", "zed", "helix"}, topics: []string{"editor", "ide", "编辑"}, related: []string{"keybinding", "shortcut", "plugin", "快捷键", "插件"}},
 	{name: "os", values: []string{"linux", "macos", "windows", "ubuntu", "debian", "fedora", "arch"}, weak: []string{"mac"}, topics: []string{"os", "system", "laptop", "系统"}},
-	{name: "shell", values: []string{"bash", "zsh", "fish", "powershell"}, topics: []string{"shell", "terminal"}},
-	{name: "test_framework", values: []string{"pytest", "unittest", "jest", "vitest", "mocha", "rspec", "junit", "testify"}, topics: []string{"test", "testing", "测试"}},
-	{name: "cloud", values: []string{"aws", "gcp", "azure", "vercel", "heroku", "netlify", "cloudflare", "阿里", "阿里云", "腾讯"}, topics: []string{"cloud", "hosting", "host", "云上"}},
+	{name: "shell", values: []string{"bash", "zsh", "fish", "powershell"}, topics: []string{"shell", "terminal"}, related: []string{"script", "alias", "prompt", "脚本"}},
+	{name: "test_framework", values: []string{"pytest", "unittest", "jest", "vitest", "mocha", "rspec", "junit", "testify"}, topics: []string{"test", "testing", "测试"}, related: []string{"tests", "unit test", "单元测试"}},
+	{name: "cloud", values: []string{"aws", "gcp", "azure", "vercel", "heroku", "netlify", "cloudflare", "阿里", "阿里云", "腾讯"}, topics: []string{"cloud", "hosting", "host", "云上"}, related: []string{"s3", "ec2", "bucket", "lambda", "infrastructure", "infra", "region", "serverless", "云"}},
 	{name: "frontend_framework", values: []string{"react", "vue", "svelte", "angular", "nextjs", "nuxt", "solidjs"}, topics: []string{"frontend", "framework", "前端", "框架"}},
-	{name: "ci", values: []string{"jenkins", "circleci", "travis", "buildkite", "actions"}, topics: []string{"ci", "pipeline"}},
+	{name: "ci", values: []string{"jenkins", "circleci", "travis", "buildkite", "actions"}, topics: []string{"ci", "pipeline"}, related: []string{"workflow", "流水线"}},
 	{name: "verbosity", values: []string{"concise", "brief", "terse", "detailed", "verbose", "thorough", "简洁", "简短", "详细", "简单"}, weak: []string{"short", "long"},
 		topics: []string{"answer", "reply", "response", "explanation", "回答", "回复", "解释"}},
 	{name: "theme", weak: []string{"dark", "light"}, topics: []string{"mode", "theme", "主题", "模式"}},
 	{name: "naming", values: []string{"camelcase", "snake", "kebab", "pascalcase"}, topics: []string{"naming", "name", "命名"}},
 	{name: "units", values: []string{"metric", "imperial", "celsius", "fahrenheit", "公制", "英制"}, topics: []string{"unit", "units", "单位"}},
-	{name: "timezone", values: []string{"utc", "pst", "pdt", "est", "edt", "cet", "cest", "gmt", "jst", "ist"}, topics: []string{"timezone", "时区"}},
+	{name: "timezone", values: []string{"utc", "pst", "pdt", "est", "edt", "cet", "cest", "gmt", "jst", "ist"}, topics: []string{"timezone", "时区"}, related: []string{"time", "schedule", "meeting", "clock", "reminder", "deadline", "时间", "会议", "上午", "下午", "晚上", "几点"}},
 	{name: "output_format", values: []string{"markdown", "json", "yaml", "csv"}, weak: []string{"table", "plain", "bullet"}, topics: []string{"format", "output", "格式"}},
 	{name: "programming_language", values: []string{"python", "rust", "java", "typescript", "javascript", "ruby", "kotlin", "swift", "csharp", "php", "scala", "elixir", "haskell", "zig"},
 		weak: []string{"go"}, topics: []string{"language", "lang", "语言"}},
@@ -66,7 +75,15 @@ func init() {
 	}
 	for i := range categories {
 		c := &categories[i]
-		c.values, c.weak, c.topics = norm(c.values), norm(c.weak), norm(c.topics)
+		c.values, c.weak, c.topics, c.related = norm(c.values), norm(c.weak), norm(c.topics), norm(c.related)
+		split := func(list []string) [][]string {
+			out := make([][]string, len(list))
+			for i, v := range list {
+				out[i] = strings.Fields(v)
+			}
+			return out
+		}
+		c.valuesF, c.topicsF, c.relatedF = split(c.values), split(c.topics), split(c.related)
 	}
 }
 
@@ -162,4 +179,146 @@ func hasAny(s string, phrases ...string) bool {
 		}
 	}
 	return false
+}
+
+// maxQueryTerms bounds the terms of a query (before expansion).
+const maxQueryTerms = 48
+
+// expansionWeight is how much a term added by expansion counts towards a
+// query's coverage.
+const expansionWeight = 0.5
+
+// qterm is a query term and its weight.
+type qterm struct {
+	t string
+	w float64
+}
+
+// expandQuery returns the distinct terms of the texts (newest text first)
+// and their weights; a term naming a category (or a request it serves:
+// "database", "an S3 bucket") adds the category's values and names at half
+// weight, so "which database should the migrations target?" meets "the team
+// switched to MySQL" and a search for "database" finds it. A value adds the
+// category's names ("mysql" → "database"), not the other values.
+func expandQuery(texts []string) []qterm {
+	var base []string
+	for i := len(texts) - 1; i >= 0 && len(base) < maxQueryTerms; i-- {
+		base = append(base, queryTextTerms(texts[i])...)
+	}
+	base = distinct(base)
+	if len(base) > maxQueryTerms {
+		base = base[:maxQueryTerms]
+	}
+	out := make([]qterm, 0, len(base)+16)
+	seen := make(map[string]struct{}, len(base)+16)
+	for _, t := range base {
+		out = append(out, qterm{t, 1})
+		seen[t] = struct{}{}
+	}
+	// Which categories the query names (by a topic or related term) or
+	// mentions a value of, from the terms alone.
+	var named, valued uint64
+	for _, t := range base {
+		for _, h := range catIndex[t] {
+			fields := h.fields
+			all := true
+			for _, f := range fields {
+				if _, ok := seen[f]; !ok {
+					all = false
+					break
+				}
+			}
+			if !all {
+				continue
+			}
+			if h.value {
+				valued |= 1 << h.cat
+			} else {
+				named |= 1 << h.cat
+			}
+		}
+	}
+	add := func(list [][]string) {
+		for _, v := range list {
+			for _, t := range v {
+				if _, ok := seen[t]; !ok && len(out) < maxQueryTerms+16 {
+					seen[t] = struct{}{}
+					out = append(out, qterm{t, expansionWeight})
+				}
+			}
+		}
+	}
+	for i := range categories {
+		c := &categories[i]
+		switch {
+		case named&(1<<i) != 0:
+			add(c.valuesF)
+			add(c.topicsF)
+		case valued&(1<<i) != 0:
+			add(c.topicsF)
+		}
+	}
+	return out
+}
+
+// catHit is one lexicon entry a term starts: a category's topic, related
+// word or value, as its terms.
+type catHit struct {
+	cat    int
+	fields []string
+	value  bool
+}
+
+// catIndex maps each term to the lexicon entries it is part of.
+var catIndex = map[string][]catHit{}
+
+func init() {
+	if len(categories) > 64 {
+		panic("memory: more than 64 lexicon categories")
+	}
+	for i := range categories {
+		c := &categories[i]
+		for _, list := range [][][]string{c.topicsF, c.relatedF} {
+			for _, f := range list {
+				if len(f) > 0 {
+					catIndex[f[0]] = append(catIndex[f[0]], catHit{cat: i, fields: f})
+				}
+			}
+		}
+		for _, f := range c.valuesF {
+			if len(f) > 0 {
+				catIndex[f[0]] = append(catIndex[f[0]], catHit{cat: i, fields: f, value: true})
+			}
+		}
+	}
+}
+
+// The terms of recent query texts: a turn's query holds the user's last
+// three messages, two of which the previous turns of the session already
+// split.
+var (
+	termsCacheMu sync.Mutex
+	termsCache   = map[string][]string{}
+)
+
+const termsCacheSize = 4096
+
+func queryTextTerms(text string) []string {
+	if len(text) > 4096 {
+		return Terms(text)
+	}
+	termsCacheMu.Lock()
+	ts, ok := termsCache[text]
+	termsCacheMu.Unlock()
+	if ok {
+		return ts
+	}
+	ts = Terms(text)
+	termsCacheMu.Lock()
+	if len(termsCache) >= termsCacheSize {
+		clear(termsCache)
+	}
+	termsCache[text] = ts
+	termsCacheMu.Unlock()
+	return ts
 }

@@ -75,3 +75,29 @@ func TestParseLLMMemories(t *testing.T) {
 		t.Fatal("accepted a malformed answer")
 	}
 }
+
+// The LLM's answer is vetted like the heuristic's finds: attached blocks
+// bounded, fragments dropped, a task's values made short-lived episodes.
+func TestParseLLMMemoriesVetted(t *testing.T) {
+	answer := `{"memories":[` +
+		`{"type":"preference","content":"All reports must start with the following header:\n# Report: <title>\nOwner: <team>","turn":0},` +
+		`{"type":"preference","content":"Every report needs a front-matter block with owner, state and reviewed_at.","turn":0},` +
+		`{"type":"semantic","content":"The file name should be 20260303_ci_build_report.md.","turn":0},` +
+		`{"type":"preference","content":"The top-level last_updated field to.","turn":0},` +
+		`{"type":"preference","content":"Keep this in mind as you continue with the next task.","turn":0}]}`
+	cs, err := parseLLMMemories(answer, 0, 1)
+	if err != nil || len(cs) != 3 {
+		t.Fatalf("%+v %v", cs, err)
+	}
+	if cs[0].Content != "All reports must start with the following header:\n# Report: <title>\nOwner: <team>" || cs[0].Type != Preference {
+		t.Errorf("block: %q", cs[0].Content)
+	}
+	if cs[2].Type != Episodic || cs[2].TTL != instanceTTL {
+		t.Errorf("instance: %+v", cs[2])
+	}
+	long := `{"memories":[{"type":"preference","content":"Use this layout:\n` + strings.Repeat(`key: value\n`, 100) + `"}]}`
+	cs, err = parseLLMMemories(long, 0, 1)
+	if _, b := splitContent(cs[0].Content); err != nil || len(b) > maxBlock {
+		t.Fatalf("unbounded block (%d bytes): %v", len(b), err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -34,11 +35,16 @@ func (e *LLMExtractor) Name() string {
 }
 
 const extractSystem = `You maintain the long-term memory of a personal AI assistant. From the conversation turns below, extract what is worth remembering about the USER for future conversations days later:
-- preference: how the user wants things done, likes, dislikes, rules for the assistant ("always…", "never…", how to address them);
+- preference: how the user wants things done, likes, dislikes, house rules and conventions, rules for the assistant ("always…", "never…", how to address them);
 - semantic: durable facts about the user or their world (name, timezone, roles, corrected facts);
 - project_state: facts about the user's project, stack, infrastructure and decisions;
 - episodic: notable events that happened (shipped, fixed, decided), only when likely to matter later.
-Rules: only what the user stated or confirmed, never the assistant's own suggestions; no secrets, passwords, keys or tokens; no small talk, no one-off task details; one fact per item, written as a short third-person sentence ("The user prefers spaces for indentation."), in the user's language.
+Corrective feedback is the richest source. When the user says what was wrong or missing in an answer ("the timestamps are incorrect", "the output is missing the last_updated field", "the report needs: (1) … (2) …"), write the general rule it implies ("Every output must include a top-level last_updated field"), not a statement about that one answer.
+One rule per item: split enumerations and lists into separate memories, each naming its subject ("Reports need a front-matter block with owner, state and reviewed_at").
+When a rule refers to what follows ("the following header:", "in this format:", "like this:"), put that block or list verbatim on the lines after the sentence in "content", at most 400 characters.
+A value that only holds for the task at hand (a specific date, id, version or file name: "v1.2 should be 2026-03-03T11:00:00+08:00") is episodic with "expires_in_days": 7, or is written as the general rule it follows ("file names start with the date as YYYYMMDD_"); it is never a preference.
+Skip: fragments, questions, small talk, the assistant's own suggestions, reminders that name nothing ("keep this in mind as you continue"), sentences repeated on every message, secrets, passwords, keys or tokens.
+Write each memory as a short third-person sentence in the user's language.
 When a statement changes or corrects an earlier one, set "correction": true and give a short "subject" naming the slot (e.g. "indentation", "database", "name", "staging port") and the new "value".
 Answer with JSON only: {"memories":[{"type":"preference|semantic|project_state|episodic","content":"…","subject":"…","value":"…","importance":0.0-1.0,"confidence":0.0-1.0,"entities":["…"],"tags":["…"],"expires_in_days":0,"correction":false,"turn":<turn number>}]}. Use {"memories":[]} when nothing qualifies.`
 
@@ -53,7 +59,7 @@ func renderTurns(turns []Turn, offset int) string {
 		b.WriteString("Turn ")
 		b.WriteString(strconv.Itoa(offset + i))
 		b.WriteString(":\nUser: ")
-		b.WriteString(oneLine(t.User, 3000))
+		b.WriteString(clipText(t.User, 3000)) // line breaks kept: lists and blocks are structure
 		if t.Assistant != "" {
 			b.WriteString("\nAssistant: ")
 			b.WriteString(oneLine(t.Assistant, 1500))
@@ -159,16 +165,21 @@ func parseLLMMemories(text string, offset, n int) ([]Candidate, error) {
 		if err != nil || typ == WorkingSummary {
 			continue
 		}
-		content := strings.TrimSpace(m.Content)
-		if len(content) < 3 || len(content) > 600 || len(Terms(content)) == 0 {
+		line, block := splitContent(strings.TrimSpace(m.Content))
+		line = strings.TrimSpace(line)
+		if len(line) < 3 || len(line) > 600 || len(Terms(line)) == 0 || fragment(line) {
 			continue
+		}
+		content := finishSentence(line)
+		if block = strings.TrimSpace(block); block != "" {
+			content = attachBlock(content, boundBlock(strings.Split(block, "\n"), false))
 		}
 		turn := n - 1
 		if m.Turn != nil && *m.Turn-offset >= 0 && *m.Turn-offset < n {
 			turn = *m.Turn - offset
 		}
 		c := Candidate{
-			Type: typ, Content: finishSentence(content), Entities: mergeStrings(nil, m.Entities, 8), Tags: mergeStrings(nil, m.Tags, 8),
+			Type: typ, Content: content, Entities: mergeStrings(nil, m.Entities, 8), Tags: mergeStrings(nil, m.Tags, 8),
 			Importance: bounded(m.Importance, 0.7), Confidence: bounded(m.Confidence, 0.7), Correction: m.Correction, Turn: turn,
 		}
 		if m.ExpiresDays > 0 && m.ExpiresDays <= 3650 {
@@ -194,6 +205,10 @@ func parseLLMMemories(text string, offset, n int) ([]Candidate, error) {
 				}
 				c.Value = v
 			}
+		}
+		if c.TTL == 0 {
+			// A task's value stated as a fact or preference: a short-lived episode.
+			c = asInstance(c, line)
 		}
 		out = append(out, c)
 		if len(out) == 50 {
@@ -231,4 +246,26 @@ func (e *LLMExtractor) Summarize(ctx context.Context, turns []Turn) (Candidate, 
 		h.Content = oneLine(out.Summary, 600)
 	}
 	return h, true, nil
+}
+
+// clipText trims text to at most n bytes (on a rune boundary), keeping its
+// line breaks but not runs of blank lines.
+func clipText(s string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		l = strings.TrimRight(l, " \t\r")
+		if l == "" && len(lines) > 0 && lines[len(lines)-1] == "" {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	s = strings.Join(lines, "\n")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -110,6 +110,7 @@ type Unit struct {
 	rowid  int64
 	vis    string
 	tokens int
+	msg    string // while ingesting: the message it came from
 }
 
 // ErrNotFound is returned for an unknown memory id.
@@ -119,8 +120,11 @@ var ErrNotFound = errors.New("memory not found")
 type Options struct {
 	// DefaultScope replaces the scope "default" (memory.scope).
 	DefaultScope string
-	// TopK and MaxTokens bound the injected section (memory.top_k, memory.max_tokens).
+	// TopK bounds the relevant facts, StandingK the standing rules and
+	// preferences (negative: none), MaxTokens the whole injected section
+	// (memory.top_k, memory.standing_top_k, memory.max_tokens).
 	TopK      int
+	StandingK int
 	MaxTokens int
 	// Extractor mines turns; default the heuristic one.
 	Extractor Extractor
@@ -145,6 +149,9 @@ type Store struct {
 	hostOnce sync.Once
 	hostID   string
 
+	phrases phraseRing // recent sentences per scope and agent (boilerplate)
+	idx     indexState // the in-memory index (StartIndex)
+
 	cacheMu sync.Mutex
 	cache   map[string]*visCache // per visibility token, valid for one generation
 
@@ -166,6 +173,9 @@ func open(w, r *sql.DB, o Options) *Store {
 	}
 	if o.TopK <= 0 {
 		o.TopK = 6
+	}
+	if o.StandingK == 0 {
+		o.StandingK = 16
 	}
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = 800
@@ -313,12 +323,16 @@ func bumpGeneration(ctx context.Context, x execer) error {
 	return err
 }
 
-// writeTx runs fn in one write transaction and bumps the generation.
+// writeTx runs fn in one write transaction and bumps the generation; the
+// in-memory index (when it runs) is updated with the rows fn touched.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("memory: begin: %w", err)
 	}
+	touched := &touchSet{rows: map[int64]bool{}}
+	txTouched.Store(tx, touched)
+	defer txTouched.Delete(tx)
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
 		return err
@@ -326,9 +340,62 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := bumpGeneration(ctx, tx); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("memory: commit: %w", err)
+	gen, err := generation(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
-	s.localGen.Add(1)
+	// The index changes with the commit: the rows it touched are read
+	// inside the transaction (which sees its writes) and applied just before
+	// the commit, under applyMu — so no retrieval sees the store ahead of
+	// the index, and none waits for the commit itself (a commit may
+	// checkpoint the WAL). A commit that fails leaves the index ahead of the
+	// store: its generation is spoiled and the poller rebuilds it.
+	ix := s.idx.cur.Load()
+	if ix == nil {
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("memory: commit: %w", err)
+		}
+		s.localGen.Add(1)
+		return nil
+	}
+	touched.mu.Lock()
+	rows := touched.rows
+	touched.mu.Unlock()
+	var read *rowsRead
+	if len(rows) <= maxIncremental {
+		if read, err = readRows(ctx, tx, rows, ix.withV); err != nil {
+			return err
+		}
+	}
+	s.idx.applyMu.Lock()
+	defer s.idx.applyMu.Unlock()
+	if ix = s.idx.cur.Load(); ix != nil && read != nil { // a rebuild may have swapped it meanwhile
+		ix.mu.Lock()
+		ix.apply(read)
+		ix.mu.Unlock()
+	}
+	cerr := tx.Commit()
+	if cerr == nil {
+		s.localGen.Add(1)
+	}
+	if ix != nil {
+		ix.mu.Lock()
+		switch {
+		case cerr != nil || read == nil:
+			ix.spoiled = true // rebuilt by the poller: a failed commit, or a bulk change
+		default:
+			ix.gen = max(ix.gen, gen)
+		}
+		ix.mu.Unlock()
+	}
+	if cerr != nil {
+		return fmt.Errorf("memory: commit: %w", cerr)
+	}
+	if s.idx.building {
+		for id := range rows {
+			s.idx.pending[id] = true
+		}
+		s.idx.pendGens = append(s.idx.pendGens, gen)
+	}
 	return nil
 }

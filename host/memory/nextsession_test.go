@@ -24,6 +24,11 @@ var lesson = []struct{ say, want string }{
 	{"My timezone is UTC+8.", "UTC+8"},
 }
 
+// newServiceAsk opens session B. It names what the lesson's facts serve (a
+// database, a schedule in the user's time): facts come only to turns about
+// them, standing rules to every turn.
+const newServiceAsk = "Set up a new service for me, with its database, and schedule its jobs in my timezone."
+
 // nextSessionCfg is memory with a catch-up bound the test never hits (the
 // default bound is a measured latency, not something a test may assert).
 func nextSessionCfg(t *testing.T, mutate func(*config.Memory)) *config.Config {
@@ -139,7 +144,7 @@ func TestNewSessionSeesWhatTheLastOneTaught(t *testing.T) {
 			if n, _ := h.mem.Ingester.Pending(ctx); n != 3 {
 				t.Fatalf("pending after session A: %d", n)
 			}
-			sys := c.say(t, tc.b, nil, "Set up a new service for me.")
+			sys := c.say(t, tc.b, nil, newServiceAsk)
 			if m := missing(memoryBlock(sys), lessonWants()...); len(m) > 0 {
 				t.Fatalf("B's first request lacks %q; system prompt:\n%s", m, sys)
 			}
@@ -204,9 +209,9 @@ func TestNewSessionWithSlowLLMExtractor(t *testing.T) {
 	c := openaiSDK{h, "/v1"}
 
 	teach(t, c, "llm-a")
-	c.say(t, "llm-b", nil, "Set up a new service for me.") // returns although the LLM holds every call
+	c.say(t, "llm-b", nil, newServiceAsk) // returns although the LLM holds every call
 	waitFor(t, "the LLM extraction of A to be asked", func() bool { return len(slow.Requests()) > 0 })
-	sys := c.say(t, "llm-b", []string{"Set up a new service for me."}, "Which database should it use?")
+	sys := c.say(t, "llm-b", []string{newServiceAsk}, "Which database should it use?")
 	if m := missing(memoryBlock(sys), lessonWants()...); len(m) > 0 {
 		t.Fatalf("B's second request lacks %q:\n%s", m, sys)
 	}
@@ -228,7 +233,7 @@ func TestNewSessionWithSlowLLMExtractor(t *testing.T) {
 		}
 		return llm == 3 && prov == 0
 	})
-	sys = c.say(t, "llm-b", []string{"Set up a new service for me.", "Which database should it use?"}, "And the indentation, in my timezone?")
+	sys = c.say(t, "llm-b", []string{newServiceAsk, "Which database should it use?"}, "And the indentation, in my timezone?")
 	block := memoryBlock(sys)
 	if m := missing(block, "Indentation: the user wants tabs.", "Main database: PostgreSQL 16.", "Timezone of the user: UTC+8."); len(m) > 0 || strings.Contains(block, "The user prefers tabs") {
 		t.Fatalf("the LLM's memories should have replaced the heuristic's (missing %q):\n%s", m, block)
@@ -281,7 +286,7 @@ func TestConcurrentAgentsKeepTheirOwnCatchUp(t *testing.T) {
 	}
 	h.Flush(t)
 
-	sys := h.chat("Start a new project.", chatOpts{session: "alpha-2", agent: "alpha", user: "u"})
+	sys := h.chat("Start a new project on our main database.", chatOpts{session: "alpha-2", agent: "alpha", user: "u"})
 	block := memoryBlock(sys)
 	if m := missing(block, "tabs for indentation", "PostgreSQL 16"); len(m) > 0 || strings.Contains(block, "Helix") || strings.Contains(block, "Nomad") {
 		t.Fatalf("alpha's new session (missing %q):\n%s", m, block)

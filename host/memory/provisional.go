@@ -187,6 +187,9 @@ func withdraw(ctx context.Context, tx *sql.Tx, session string, upTo int64, by st
 			if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET mentions = MAX(1, mentions - 1), updated_at = ? WHERE uid = ?`, ms(now), uid); err != nil {
 				return fmt.Errorf("memory: withdraw: %w", err)
 			}
+			if err := touchUID(ctx, tx, uid); err != nil {
+				return fmt.Errorf("memory: withdraw: %w", err)
+			}
 		}
 	}
 	for _, e := range done {

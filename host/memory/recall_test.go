@@ -182,7 +182,7 @@ func TestRecallScenarios(t *testing.T) {
 	for _, m := range misses {
 		t.Log("MISS " + m)
 	}
-	if recall < 0.9 {
-		t.Errorf("recall %.3f < 0.9", recall)
+	if recall < 1 { // issue 10's bar: the set stays at 1.0
+		t.Errorf("recall %.3f < 1.0", recall)
 	}
 }

@@ -26,13 +26,14 @@ import (
 // the turns, already redacted here, each with a source key so a resend after
 // a crash is not mined twice). Pending turns stay in this host's store.
 type Remote struct {
-	base   *url.URL
-	key    string
-	topK   int
-	tokens int
-	http   *http.Client
-	local  *Store // this host's store: pending turns for Counts
-	log    zerolog.Logger
+	base      *url.URL
+	key       string
+	topK      int
+	standingK int
+	tokens    int
+	http      *http.Client
+	local     *Store // this host's store: pending turns for Counts
+	log       zerolog.Logger
 }
 
 // RemoteOptions configure a Remote.
@@ -40,6 +41,7 @@ type RemoteOptions struct {
 	URL       string // the other host's proxy base URL, e.g. http://10.0.0.2:30000
 	Key       string // its proxy.api_key, if any
 	TopK      int
+	StandingK int
 	MaxTokens int
 	Local     *Store
 	Timeout   time.Duration // per call; default 10 s (retrieval is also bounded by the core's window)
@@ -56,7 +58,7 @@ func NewRemote(o RemoteOptions) (*Remote, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
-	return &Remote{base: u, key: o.Key, topK: o.TopK, tokens: o.MaxTokens, http: &http.Client{Timeout: o.Timeout}, local: o.Local, log: o.Log}, nil
+	return &Remote{base: u, key: o.Key, topK: o.TopK, standingK: o.StandingK, tokens: o.MaxTokens, http: &http.Client{Timeout: o.Timeout}, local: o.Local, log: o.Log}, nil
 }
 
 // URL is the remote's base URL.
@@ -120,7 +122,7 @@ func (r *Remote) Context(ctx context.Context, q core.Query) (core.Section, error
 	}
 	var out RetrieveResponse
 	if err := r.call(ctx, http.MethodPost, "/v1/memory/retrieve", RetrieveRequest{
-		UserTexts: q.UserTexts, ScopeID: q.Scope.Key(), Agent: agent, TopK: r.topK, MaxTokens: r.tokens,
+		UserTexts: q.UserTexts, ScopeID: q.Scope.Key(), Agent: agent, TopK: r.topK, StandingTopK: r.standingK, MaxTokens: r.tokens,
 	}, &out); err != nil {
 		return core.Section{}, err
 	}

@@ -361,10 +361,14 @@ func TestBodyTokensBoundsTheTokenizer(t *testing.T) {
 			if j%4 == 2 {
 				u.Content += " (see `make test`, 100% — “quoted”)"
 			}
+			if j%5 == 3 {
+				u.Content += ":\n```\nOwner: <team>\nData-Sources: <tables>\n```" // an attached block
+			}
 			hits = append(hits, Hit{Unit: u})
 		}
-		if got, bound := tokens.Count(renderBody(hits)), bodyTokens(hits); got > bound {
-			t.Fatalf("estimate %d < real %d for:\n%s", bound, got, renderBody(hits))
+		items := hitItems(hits)
+		if got, bound := tokens.Count(renderBody(items)), bodyTokens(items); got > bound {
+			t.Fatalf("estimate %d < real %d for:\n%s", bound, got, renderBody(items))
 		}
 	}
 }

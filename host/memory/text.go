@@ -18,6 +18,9 @@ const maxTermLen = 40
 
 // isCJK reports whether r is a Han, Hiragana, Katakana or Hangul character.
 func isCJK(r rune) bool {
+	if r < 0x1100 {
+		return false // below Hangul Jamo: Latin, Greek, Cyrillic, …
+	}
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
 }

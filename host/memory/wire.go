@@ -60,13 +60,19 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 		return nil, err
 	}
 	h := &Host{Store: s, manual: m.ManualTrigger || !m.AutoExtract, timeout: o.FlushTimeout, log: log}
+	if m.SidecarURL == "" {
+		// The request path ranks from memory, not SQLite.
+		if err := s.StartIndex(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var sink Sink = s
 	if m.SidecarURL != "" {
 		key := o.SidecarKey
 		if key == "" {
 			key = cfg.Proxy.APIKey
 		}
-		r, err := NewRemote(RemoteOptions{URL: m.SidecarURL, Key: key, TopK: m.TopK, MaxTokens: m.MaxTokens, Local: s, Log: log})
+		r, err := NewRemote(RemoteOptions{URL: m.SidecarURL, Key: key, TopK: m.TopK, StandingK: m.StandingTopK, MaxTokens: m.MaxTokens, Local: s, Log: log})
 		if err != nil {
 			return nil, err
 		}
@@ -104,8 +110,11 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 // OptionsFromConfig maps memory.* onto store options (extractor, embedder).
 func OptionsFromConfig(cfg *config.Config, st *store.SQLite, log zerolog.Logger, o WireOptions) Options {
 	m := cfg.Memory
+	if m.StandingTopK == 0 {
+		m.StandingTopK = -1 // memory.standing_top_k: 0 turns the standing section off
+	}
 	opts := Options{
-		DefaultScope: m.Scope, TopK: m.TopK, MaxTokens: m.MaxTokens, Mode: m.RetrievalMode,
+		DefaultScope: m.Scope, TopK: m.TopK, StandingK: m.StandingTopK, MaxTokens: m.MaxTokens, Mode: m.RetrievalMode,
 		NoConsolidate: !m.AutoConsolidate, Now: o.Now, Log: log,
 	}
 	switch {
@@ -153,6 +162,9 @@ func NewLocalIngester(cfg *config.Config, st *store.SQLite, s *Store, o WireOpti
 // memory), bounded in time; what does not make it stays pending in the store
 // and is ingested after the next start.
 func (h *Host) Close() error {
+	if h.Store != nil {
+		defer h.Store.StopIndex()
+	}
 	if h.Ingester == nil || h.manual {
 		return nil
 	}

@@ -34,12 +34,30 @@ type Exchange struct {
 // <<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> … <<<END_OPENCLAW_INTERNAL_CONTEXT>>>.
 var internalContext = regexp.MustCompile(`(?s)<<<BEGIN_[A-Z_]*INTERNAL_CONTEXT>>>.*?(<<<END_[A-Z_]*INTERNAL_CONTEXT>>>|$)`)
 
-// Clean removes injected blocks and agent-internal context from text.
+// OpenClaw's envelope around what the user typed (live captures of
+// 2026.9.6): a "[Mon 2026-11-30 03:16 UTC] " prefix on every user message
+// and, on a session's first, a "Runtime: agent=… | session=… | …"
+// paragraph. Left in, the date reads as a fact of the message and the
+// runtime line's words (host, repo, model) as its topic.
+var (
+	clientStamp = regexp.MustCompile(`^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]\n]{0,40}\] `)
+	runtimeLine = regexp.MustCompile(`(?m)^Runtime: agent=[^\n|]*\|[^\n]*$`)
+)
+
+// Clean removes injected blocks, agent-internal context and the client's
+// envelope from text.
 func Clean(text string) string {
 	if strings.Contains(text, "<<<BEGIN_") {
 		text = internalContext.ReplaceAllString(text, "")
 	}
-	return strings.TrimSpace(core.Strip(text))
+	text = strings.TrimSpace(core.Strip(text))
+	if strings.HasPrefix(text, "[") {
+		text = clientStamp.ReplaceAllString(text, "")
+	}
+	if strings.Contains(text, "Runtime: agent=") {
+		text = strings.TrimSpace(runtimeLine.ReplaceAllString(text, ""))
+	}
+	return text
 }
 
 type message struct {

@@ -152,8 +152,18 @@ var (
 	slowRe = regexp.MustCompile(`SLOW-(\d+)`)
 )
 
+// SetReply changes the answer text while the server runs (scripted
+// conversations set each turn's answer before sending it).
+func (s *Server) SetReply(text string) {
+	s.mu.Lock()
+	s.Reply = text
+	s.mu.Unlock()
+}
+
 func (s *Server) decide(lastUser string, toolResult *string) plan {
+	s.mu.Lock()
 	p := plan{status: 200, text: s.Reply}
+	s.mu.Unlock()
 	if m := slowRe.FindStringSubmatch(lastUser); m != nil {
 		ms, _ := strconv.Atoi(m[1])
 		p.delay = time.Duration(ms) * time.Millisecond

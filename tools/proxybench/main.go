@@ -1,7 +1,10 @@
 // Command proxybench measures what the MetaClaw proxy adds to a request,
 // beside a bare httputil.ReverseProxy, in the same run and against the same
 // fast local fake upstream: latency p50/p99 and throughput at concurrency 1
-// and 32, and streaming time to first byte. `make bench` runs it.
+// and 32, and streaming time to first byte, with an empty library; then the
+// same three targets with a learned state loaded (10,000 memories and 1,000
+// skills by default) on sequential agent-shaped requests. `make bench` runs
+// it.
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -58,6 +62,12 @@ func main() {
 	n32 := flag.Int("n32", 6000, "requests at concurrency 32")
 	nStream := flag.Int("nstream", 1000, "streaming requests for time to first byte")
 	bigMB := flag.Int("big", 100, "MiB of the large answer relayed streamed and not")
+	nMem := flag.Int("memories", 10000, "memories of the loaded scenario (0 skips it)")
+	nSkills := flag.Int("skills", 1000, "skills of the loaded scenario")
+	nLoaded := flag.Int("nloaded", 3000, "sequential requests per target in the loaded scenario")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the loaded metaclaw run to this file")
+	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")
+	skipEmpty := flag.Bool("loaded-only", false, "run only the loaded scenario")
 	flag.Parse()
 
 	up := fakellm.New()
@@ -116,6 +126,10 @@ func main() {
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 
+	if *skipEmpty {
+		loaded(&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}, up.URL, "http://"+bare.Addr().String(), *nMem, *nSkills, *nLoaded)
+		return
+	}
 	fmt.Printf("proxybench: %d requests at c=1, %d at c=32, %d streams; GOMAXPROCS machine %d cores\n\n", *n1, *n32, *nStream, runtime.NumCPU())
 	big := largeBody()
 	fmt.Println("| target | c=1 p50 | c=1 p99 | c=1 req/s | c=32 p50 | c=32 p99 | c=32 req/s | stream TTFB p50 | stream TTFB p99 | stream to [DONE] c=32 p50 | p99 | 45 KB agent request c=1 p50 | p99 |")
@@ -156,6 +170,45 @@ func main() {
 			fmt.Printf("turns recorded by %s during the run: %d\n", targets[2+i].name, counts.Turns)
 		}
 	}
+	if *nMem > 0 {
+		loaded(client, up.URL, "http://"+bare.Addr().String(), *nMem, *nSkills, *nLoaded)
+	}
+}
+
+// loaded runs the loaded scenario: the three targets side by side, each on
+// the same sequential agent turns.
+func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
+	t0 := time.Now()
+	ln, done, err := loadedHost(upstream, nMem, nSkills)
+	if err != nil {
+		fail(err)
+	}
+	defer done()
+	fmt.Printf("\nLoaded: %d memories in the user's scope and %d skills (loaded in %v); %d sequential requests per target, each a 6 KB system prompt and a new question\n\n",
+		nMem, nSkills, time.Since(t0).Round(time.Millisecond), n)
+	targets := []struct{ name, url string }{
+		{"upstream direct", upstream},
+		{"bare httputil.ReverseProxy", bare},
+		{"metaclaw proxy, loaded", "http://" + ln.Addr().String()},
+	}
+	fmt.Println("| target | p50 | p99 | req/s |")
+	fmt.Println("|---|---|---|---|")
+	res := map[string]result{}
+	for _, t := range targets {
+		u := t.url + "/v1/chat/completions"
+		runLoaded(client, u, 200, 99) // warm-up
+		stop := func() {}
+		if cpuProfile != "" && strings.HasPrefix(t.name, "metaclaw") {
+			stop = startProfile(cpuProfile)
+		}
+		r := runLoaded(client, u, n, 7)
+		stop()
+		res[t.name] = r
+		fmt.Printf("| %s | %s | %s | %.0f |\n", t.name, f(r.p50), f(r.p99), r.rps)
+	}
+	b, m, d := res["bare httputil.ReverseProxy"], res["metaclaw proxy, loaded"], res["upstream direct"]
+	fmt.Printf("\nloaded metaclaw minus bare proxy: p50 %+.3f ms, p99 %+.3f ms (goal: within +0.3 ms p50 and +2 ms p99)\n", ms(m.p50-b.p50), ms(m.p99-b.p99))
+	fmt.Printf("loaded metaclaw minus direct:     p50 %+.3f ms, p99 %+.3f ms\n", ms(m.p50-d.p50), ms(m.p99-d.p99))
 }
 
 // What once measures: the whole answer, or a stream's time to first byte.
@@ -187,15 +240,40 @@ func run(client *http.Client, url, payload string, conc, n int, ttfb bool) resul
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	return summarize(lat, time.Since(start))
+}
+
+func summarize(lat []time.Duration, elapsed time.Duration) result {
+	n := len(lat)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	return result{p50: lat[n/2], p99: lat[n*99/100], rps: float64(n) / elapsed.Seconds()}
 }
 
+// onceAs is a non-streaming request as a user (X-User-Id) in one session
+// (X-Session-Id).
+func onceAs(client *http.Client, url, payload, user, session string) time.Duration {
+	return do(client, url, payload, user, session, false)
+}
+
 // once returns the full latency, or for streams the time to the first data line.
 func once(client *http.Client, url, payload string, ttfbOnly bool) time.Duration {
+	return do(client, url, payload, "", "", ttfbOnly)
+}
+
+func do(client *http.Client, url, payload, user, session string, ttfbOnly bool) time.Duration {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(payload)))
+	if err != nil {
+		fail(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if user != "" {
+		req.Header.Set("X-User-Id", user)
+	}
+	if session != "" {
+		req.Header.Set("X-Session-Id", session)
+	}
 	t0 := time.Now()
-	resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(payload)))
+	resp, err := client.Do(req)
 	if err != nil {
 		fail(err)
 	}
@@ -257,6 +335,25 @@ func serve(h http.Handler) net.Listener {
 
 func f(d time.Duration) string   { return fmt.Sprintf("%.3f ms", ms(d)) }
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+var (
+	cpuProfile    string
+	pauseLearning bool
+)
+
+func startProfile(path string) func() {
+	f, err := os.Create(path)
+	if err != nil {
+		fail(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fail(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "proxybench:", err)

@@ -1,0 +1,528 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/embed"
+)
+
+// Ranking: which units a turn's words reach (bm25 over the rarest query
+// terms, the scope's standing pool, with embeddings the nearest vectors,
+// session summaries when the user picks up a thread), and how each scores.
+// The same code ranks from the in-memory index (the request path) and from
+// SQLite (the reference the index is tested against).
+
+// source is where ranking reads units.
+type source interface {
+	// frequencies returns, for each term, its document frequency in each
+	// visibility (df[i][j]: terms[i] in vis[j]) and each visibility's units.
+	frequencies(ctx context.Context, vis, terms []string) (df [][]int, units []int, err error)
+	// match returns the best limit units holding any of the (visibility,
+	// term) postings by bm25 (lower is better), best first, ties by row id.
+	match(ctx context.Context, keys []visTerm, limit int) ([]*Unit, []float64, error)
+	// pool returns one visibility's standing pool and newest summaries.
+	pool(ctx context.Context, vis string) (*visPool, error)
+	// units reads units by row id (embedding hits), in any order.
+	units(ctx context.Context, ids []int64) ([]*Unit, error)
+	// vectors returns one visibility's embeddings.
+	vectors(ctx context.Context, vis string) ([]vecEntry, error)
+	// derived returns what matching needs of a unit's words.
+	derived(u *Unit) *derived
+}
+
+// visTerm is one posting list: a term within a visibility.
+type visTerm struct {
+	vis, term string
+}
+
+// token is the FTS5 token of a posting list.
+func (k visTerm) token() string { return visKey(k.vis) + k.term }
+
+// derived is what matching needs of a unit's words, computed once per unit
+// by the index (the SQL path computes it per query).
+type derived struct {
+	terms  []string   // distinct index terms, in index order
+	sorted []string   // the same, sorted (for overlap)
+	ents   [][]string // the terms of each entity
+	line   string     // the rendered bullet
+}
+
+func deriveUnit(u *Unit) *derived {
+	d := &derived{terms: distinct(indexTerms(u)), line: renderLine(u)}
+	d.sorted = append([]string(nil), d.terms...)
+	sort.Strings(d.sorted)
+	for _, e := range u.Entities {
+		d.ents = append(d.ents, Terms(e))
+	}
+	return d
+}
+
+// sortedJaccard is |a∩b| / |a∪b| of two sorted sets.
+func sortedJaccard(a, b []string) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	i, j, inter := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			inter++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
+// visPool is what every query of a visibility considers: the standing
+// units (best standingPool by standing score) and the newest summaries.
+type visPool struct {
+	standing []*Unit
+	summary  []*Unit
+}
+
+// standingPool bounds the standing units a query considers.
+const standingPool = 48
+
+type vecEntry struct {
+	rowid int64
+	v     []float32
+}
+
+// standingKind: a unit that applies to every turn — a preference or rule
+// (the team's rules included: "we never promise dates"), or the user's name.
+func standingKind(u *Unit) bool {
+	return u.Type == Preference || u.Subject == "fact:name" || u.Type == ProjectState && hasTag(u.Tags, "rule")
+}
+
+func hasTag(tags []string, t string) bool {
+	for _, x := range tags {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// standingScore ranks standing units without a query: importance (decayed,
+// reinforced by repetition), how often it was stated, how recently.
+func standingScore(u *Unit, now time.Time) float64 {
+	imp := effectiveImportance(u, now)
+	ment := min(1, math.Log2(float64(max(1, u.Mentions)))/4)
+	age := max(0, now.Sub(u.LastSeenAt).Hours()/24)
+	rec := math.Exp(-age / 30)
+	return 0.5*imp + 0.3*ment + 0.2*rec
+}
+
+// selectPool keeps the best standingPool standing units, best first.
+func selectPool(units []*Unit, now time.Time) []*Unit {
+	type su struct {
+		u *Unit
+		s float64
+	}
+	all := make([]su, 0, len(units))
+	for _, u := range units {
+		if standingKind(u) && u.Status == StatusActive && (u.ExpiresAt == nil || u.ExpiresAt.After(now)) {
+			all = append(all, su{u, standingScore(u, now)})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return better(all[i].s, all[j].s, all[i].u.rowid, all[j].u.rowid) })
+	if len(all) > standingPool {
+		all = all[:standingPool]
+	}
+	out := make([]*Unit, len(all))
+	for i, x := range all {
+		out[i] = x.u
+	}
+	return out
+}
+
+var continuityCue = regexp.MustCompile(`(?i)\b(?:last time|yesterday|earlier|previous(?:ly)?|where were we|where did we leave|continue|pick up|resume|as before|we discussed|we were (?:doing|working))\b|上次|昨天|之前|继续|接着|刚才`)
+
+// continuityHints are substrings one of which every continuityCue match
+// holds: most texts are ruled out without running the expression.
+var continuityHints = []string{"last time", "yesterday", "earlier", "previous", "where ", "continu", "pick up", "resum", "as before", "discussed", "we were", "上次", "昨天", "之前", "继续", "接着", "刚才"}
+
+func continuity(text string) bool {
+	lower := strings.ToLower(text)
+	for _, h := range continuityHints {
+		if strings.Contains(lower, h) {
+			return continuityCue.MatchString(text)
+		}
+	}
+	return false
+}
+
+// minCosine is the similarity at which an embedding alone makes a unit a
+// candidate.
+const minCosine = 0.35
+
+// relevantCoverage is the share of the query (idf-weighted) a fact must
+// cover, when it matches only one of its terms, to be relevant to the turn.
+const relevantCoverage = 0.15
+
+// scored is one candidate and its scores.
+type scored struct {
+	u            *Unit
+	d            *derived
+	pool         bool // from the standing pool
+	standingKind bool
+	cue          bool // a session summary, asked for
+	matched      []string
+	emb          float64
+	score        float64 // as a fact: relevance, importance, recency, type
+	rule         float64 // as a standing rule: standing score and relevance
+	relevant     bool    // as a fact: the turn is about it
+}
+
+// hit copies the unit out (the candidates point into shared caches).
+func (c *scored) hit(asRule bool) Hit {
+	sort.Strings(c.matched)
+	score := c.score
+	if asRule {
+		score = c.rule
+	}
+	return Hit{Unit: *c.u, Score: math.Round(score*1e4) / 1e4, Matched: c.matched,
+		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue), line: c.d.line}
+}
+
+// score finds and scores the candidates of q. standing adds the scope's
+// standing pool and, on a continuity cue, its newest summaries.
+func (s *Store) score(ctx context.Context, src source, q Query, vis []string, standing bool) ([]*scored, error) {
+	scope := s.ScopeKey(q.Scope)
+	if vis == nil {
+		vis = visible(scope, q.Agent)
+	}
+	now := s.now()
+	qs := expandQuery(q.Texts)
+
+	// Document frequencies (per visibility) decide which terms are worth
+	// asking for: a term in most units costs much and ranks little.
+	if max := 600 / len(vis); len(qs) > max {
+		qs = qs[:max]
+	}
+	qterms := make([]string, len(qs))
+	for i, x := range qs {
+		qterms[i] = x.t
+	}
+	dfv, visUnits, err := src.frequencies(ctx, vis, qterms)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for j := range vis {
+		total += visUnits[j]
+	}
+	df := make([]int, len(qs))
+	var present []int // indices of the terms some unit holds
+	for i := range qs {
+		for j := range vis {
+			df[i] += dfv[i][j]
+		}
+		if df[i] > 0 {
+			present = append(present, i)
+		}
+	}
+	idf := func(i int) float64 {
+		d := float64(df[i])
+		return math.Log(1 + (float64(total)-d+0.5)/(d+0.5))
+	}
+	// Rarest first, within a budget of postings: the work is bounded
+	// whatever the query, and rare terms are the ones that rank.
+	byRarity := append([]int(nil), present...)
+	sort.SliceStable(byRarity, func(a, b int) bool { return df[byRarity[a]] < df[byRarity[b]] })
+	budget := max(200, total/400)
+	var match []int
+	spent := 0
+	for _, i := range byRarity {
+		if len(match) == 8 || spent+df[i] > budget && len(match) > 0 || df[i] > budget {
+			break
+		}
+		match = append(match, i)
+		spent += df[i]
+	}
+
+	cands := make(map[int64]*scored, 96)
+	var order []int64
+	slab := make([]scored, 0, 96) // candidates, allocated together
+	add := func(u *Unit, pool bool) *scored {
+		if c, ok := cands[u.rowid]; ok {
+			c.pool = c.pool || pool
+			return c
+		}
+		var c *scored
+		if len(slab) < cap(slab) {
+			slab = append(slab, scored{u: u, pool: pool})
+			c = &slab[len(slab)-1]
+		} else {
+			c = &scored{u: u, pool: pool}
+		}
+		cands[u.rowid] = c
+		order = append(order, u.rowid)
+		return c
+	}
+	bm := map[int64]float64{}
+	if len(match) > 0 {
+		var keys []visTerm
+		for _, i := range match {
+			for j, v := range vis {
+				if dfv[i][j] > 0 {
+					keys = append(keys, visTerm{v, qs[i].t})
+				}
+			}
+		}
+		units, scores, err := src.match(ctx, keys, 24)
+		if err != nil {
+			return nil, err
+		}
+		for i, u := range units {
+			add(u, false)
+			bm[u.rowid] = scores[i]
+		}
+	}
+	cue := false
+	for _, t := range q.Texts {
+		if continuity(t) {
+			cue = true
+		}
+	}
+	var pools []*visPool
+	if standing || s.embeddingsOn() {
+		for _, v := range vis {
+			p, err := src.pool(ctx, v)
+			if err != nil {
+				return nil, err
+			}
+			pools = append(pools, p)
+		}
+	}
+	if standing {
+		for _, p := range pools {
+			for _, u := range p.standing {
+				add(u, true)
+			}
+			if cue {
+				for _, u := range p.summary {
+					add(u, false)
+				}
+			}
+		}
+	}
+	cos := map[int64]float64{}
+	if s.embeddingsOn() && len(q.Texts) > 0 {
+		if err := s.nearest(ctx, src, q, vis, cos); err != nil {
+			s.o.Log.Debug().Err(err).Msg("memory: query embedding failed; ranking without it")
+		} else {
+			var need []int64
+			for id := range cos {
+				if _, ok := cands[id]; !ok {
+					need = append(need, id)
+				}
+			}
+			sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
+			units, err := src.units(ctx, need)
+			if err != nil {
+				return nil, fmt.Errorf("memory: read hits: %w", err)
+			}
+			for _, u := range units {
+				add(u, false)
+			}
+		}
+	}
+
+	// Score: lexical (bm25 and idf-weighted coverage of the query), entity
+	// overlap, embedding similarity, importance (decayed), recency, type.
+	var qw float64
+	qidf := make(map[string]float64, len(present)) // weighted idf of the query's terms
+	for _, i := range present {
+		w := qs[i].w * idf(i)
+		qidf[qs[i].t] = w
+		qw += w
+	}
+	maxBM := 0.0
+	for _, v := range bm {
+		maxBM = max(maxBM, -v)
+	}
+	out := make([]*scored, 0, len(order))
+	for _, id := range order {
+		c := cands[id]
+		u := c.u
+		if u.Status != StatusActive || u.ExpiresAt != nil && !u.ExpiresAt.After(now) || !contains(vis, u.vis) {
+			continue
+		}
+		c.d = src.derived(u)
+		var cov float64
+		var matched []string
+		for _, t := range c.d.terms {
+			if w, ok := qidf[t]; ok {
+				cov += w
+				matched = append(matched, t)
+			}
+		}
+		emb := cos[id]
+		isCue := u.Type == WorkingSummary && cue
+		// Session summaries quote what was said, superseded statements
+		// included: they come only when the user asks to pick up the thread.
+		if !((len(matched) > 0 || emb >= minCosine || c.pool) && u.Type != WorkingSummary || isCue) {
+			continue
+		}
+		if qw > 0 {
+			cov /= qw
+		}
+		lex := 0.0
+		if b, ok := bm[id]; ok && maxBM > 0 {
+			lex = 0.5 * (-b / maxBM)
+		}
+		lex += 0.5 * min(1, 2*cov)
+		ent := 0.0
+		if len(c.d.ents) > 0 && len(matched) > 0 {
+			n := 0
+			for _, et := range c.d.ents {
+				for _, t := range et {
+					if _, ok := qidf[t]; ok {
+						n++
+						break
+					}
+				}
+			}
+			ent = float64(n) / float64(len(c.d.ents))
+		}
+		imp := effectiveImportance(u, now)
+		ageDays := now.Sub(u.LastSeenAt).Hours() / 24
+		rec := math.Exp(-max(0, ageDays) / 14)
+		score := 0.45*lex + 0.1*ent + 0.3*imp + 0.1*rec
+		if s.embeddingsOn() {
+			score += 0.3 * max(0, emb)
+		}
+		if isCue {
+			score += 0.3
+		}
+		score *= typeBoost[u.Type] * (0.8 + 0.2*u.Confidence)
+		c.matched, c.emb, c.cue = matched, emb, isCue
+		c.score = math.Round(score*1e4) / 1e4
+		c.standingKind = standingKind(u)
+		if c.standingKind {
+			rel := 0.0
+			if len(matched) > 0 || emb >= minCosine {
+				rel = lex + 0.3*max(0, emb)
+			}
+			c.rule = math.Round((standingScore(u, now)+0.5*rel)*1e4) / 1e4
+		}
+		c.relevant = len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func reason(lex, standing, emb, cue bool) string {
+	var r []string
+	if lex {
+		r = append(r, "matched")
+	}
+	if emb {
+		r = append(r, "similar")
+	}
+	if standing {
+		r = append(r, "standing")
+	}
+	if cue {
+		r = append(r, "continuity")
+	}
+	return strings.Join(r, ",")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var typeBoost = map[Type]float64{Preference: 1, Semantic: 1, ProjectState: 1, Episodic: 0.85, WorkingSummary: 0.8}
+
+// halfLife is how fast a type's importance fades after it was last stated.
+var halfLife = map[Type]float64{Preference: 365, Semantic: 270, ProjectState: 120, Episodic: 30, WorkingSummary: 7}
+
+// effectiveImportance is computed at read time from timestamps (so decay is
+// idempotent): importance, reinforced by repetition, halved every half-life
+// since the unit was last stated; stated preferences and facts keep at least
+// half their weight.
+func effectiveImportance(u *Unit, now time.Time) float64 {
+	imp := u.Importance
+	if u.Mentions > 1 {
+		imp += 0.05 * math.Log2(float64(u.Mentions))
+	}
+	imp = min(1, imp)
+	age := max(0, now.Sub(u.LastSeenAt).Hours()/24)
+	hl := halfLife[u.Type]
+	if hl == 0 {
+		hl = 90
+	}
+	d := math.Pow(0.5, age/hl)
+	floor := 0.1
+	if u.Type == Preference || u.Type == Semantic {
+		floor = 0.5
+	}
+	return imp * max(d, floor)
+}
+
+func (s *Store) embeddingsOn() bool {
+	return s.o.Embedder != nil && s.o.Mode != "keyword"
+}
+
+// nearest embeds the query and scans the visible vectors exactly.
+func (s *Store) nearest(ctx context.Context, src source, q Query, vis []string, cos map[int64]float64) error {
+	text := strings.Join(q.Texts, "\n")
+	if len(text) > 4000 {
+		text = text[len(text)-4000:]
+	}
+	ectx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	vecs, err := s.o.Embedder.Embed(ectx, []string{text})
+	if err != nil || len(vecs) != 1 {
+		if err == nil {
+			err = fmt.Errorf("embedder returned %d vectors", len(vecs))
+		}
+		return err
+	}
+	qv := vecs[0]
+	type sc struct {
+		id int64
+		c  float64
+	}
+	var best []sc
+	for _, v := range vis {
+		entries, err := src.vectors(ctx, v)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if len(e.v) != len(qv) {
+				continue
+			}
+			if d := float64(embed.Dot(qv, e.v)); d >= 0.2 {
+				best = append(best, sc{e.rowid, d})
+			}
+		}
+	}
+	sort.Slice(best, func(i, j int) bool { return better(best[i].c, best[j].c, best[i].id, best[j].id) })
+	if len(best) > 24 {
+		best = best[:24]
+	}
+	for _, b := range best {
+		cos[b.id] = b.c
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/host/config"
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/memory"
+	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/skills"
+	"github.com/metaclaw-go/metaclaw/host/skills/bank"
+	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/wire"
+)
+
+// The loaded scenario: the full proxy with a learned state — memories and
+// skills wired exactly as the daemon wires them, memory.* and skills.*
+// at their defaults (ingestion every 5 turns and its jobs running in the
+// background) — against the upstream directly and a bare
+// httputil.ReverseProxy, with sequential requests shaped like an agent's:
+// a 6 KB system prompt and a new user question each time.
+
+// loadedHost starts the proxy with nMem memories (one user's scope: every
+// memory competes) and nSkills skills.
+func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error) {
+	dir, err := os.MkdirTemp("", "proxybench-loaded")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := []func(){func() { os.RemoveAll(dir) }}
+	done := func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	fail := func(err error) (net.Listener, func(), error) {
+		done()
+		return nil, nil, err
+	}
+	ctx := context.Background()
+	cfg := config.Default(dir)
+	cfg.Skills.Dir = filepath.Join(dir, "skills")
+	cfg.Skills.AutoEvolve = false // no evolver LLM here
+	cfg.Memory.Enabled = true
+	cfg.Memory.ManualTrigger = pauseLearning
+	if err := writeSkills(cfg.Skills.Dir, nSkills); err != nil {
+		return fail(err)
+	}
+	st, err := store.OpenSQLite(ctx, filepath.Join(dir, store.DBFile))
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() { st.Close() })
+	if err := seedMemories(ctx, st, nMem); err != nil {
+		return fail(err)
+	}
+	c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
+	cleanup = append(cleanup, func() { c.Close() })
+	sh, err := skills.Wire(ctx, cfg, st, c, zerolog.Nop(), skills.WireOptions{})
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() { sh.Close() })
+	if n := len(sh.Lib.List()); n != nSkills {
+		return fail(fmt.Errorf("loaded %d skills, want %d", n, nSkills))
+	}
+	mh, err := memory.Wire(ctx, cfg, st, c, zerolog.Nop(), memory.WireOptions{})
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() { mh.Close() })
+	var routes []proxy.Route
+	for _, r := range sh.Routes {
+		routes = append(routes, proxy.Route{Pattern: r.Pattern, Handler: r.Handler})
+	}
+	routes = append(routes, mh.Routes...)
+	px, err := proxy.New(proxy.Options{Core: c, Log: zerolog.Nop(), UpstreamAPI: wire.OpenAI, UpstreamBase: upstream + "/v1", UpstreamKey: "k", Routes: routes})
+	if err != nil {
+		return fail(err)
+	}
+	ln := serve(px.Handler())
+	cleanup = append(cleanup, func() { ln.Close() })
+	return ln, done, nil
+}
+
+// writeSkills writes n skills derived from the built-in bank (each a bank
+// skill with lines of two others mixed in, so their words overlap like a
+// real library's).
+func writeSkills(dir string, n int) error {
+	var base []*skills.Skill
+	for _, name := range bank.Names() {
+		raw, err := fs.ReadFile(bank.FS(), name+"/"+skills.FileName)
+		if err != nil {
+			return err
+		}
+		s, err := skills.Parse(raw)
+		if err != nil {
+			return err
+		}
+		base = append(base, s)
+	}
+	r := rand.New(rand.NewSource(42))
+	for i := 0; i < n; i++ {
+		b := base[i%len(base)]
+		lines := strings.Split(b.Body, "\n")
+		for _, o := range []*skills.Skill{base[r.Intn(len(base))], base[r.Intn(len(base))]} {
+			ol := strings.Split(o.Body, "\n")
+			for k := 0; k < len(ol)/3; k++ {
+				lines = append(lines, ol[r.Intn(len(ol))])
+			}
+		}
+		s := b.Clone()
+		s.Name = fmt.Sprintf("%s-%04d", b.Name, i)
+		s.Body = strings.Join(lines, "\n")
+		data, err := skills.Format(s)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(dir, s.Name), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, s.Name, skills.FileName), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vocabulary is what the synthetic memories and questions are made of:
+// the words of the skill bank, so questions reach both layers.
+func vocabulary() []string {
+	seen := map[string]bool{}
+	var words []string
+	for _, name := range bank.Names() {
+		raw, _ := fs.ReadFile(bank.FS(), name+"/"+skills.FileName)
+		for _, w := range strings.FieldsFunc(strings.ToLower(string(raw)), func(r rune) bool { return r < 'a' || r > 'z' }) {
+			if len(w) > 3 && !seen[w] {
+				seen[w] = true
+				words = append(words, w)
+			}
+		}
+	}
+	return words
+}
+
+type sampler struct {
+	words []string
+	zipf  *rand.Zipf
+	r     *rand.Rand
+}
+
+func newSampler(seed int64) *sampler {
+	r := rand.New(rand.NewSource(seed))
+	w := vocabulary()
+	return &sampler{words: w, zipf: rand.NewZipf(r, 1.07, 3, uint64(len(w)-1)), r: r}
+}
+
+func (s *sampler) phrase(n int) string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s.words[s.zipf.Uint64()]
+	}
+	return strings.Join(out, " ")
+}
+
+// seedMemories writes n memories into the scope of the bench user, of every
+// type, as learning would have (preferences and rules, facts, project state,
+// events, session summaries).
+func seedMemories(ctx context.Context, st *store.SQLite, n int) error {
+	s := memory.Open(st, memory.Options{})
+	sm := newSampler(1)
+	now := time.Now()
+	for done := 0; done < n; {
+		batch := make([]memory.Unit, 0, 2000)
+		for len(batch) < cap(batch) && done < n {
+			u := memory.Unit{Scope: "user:bench", Importance: 0.4 + 0.55*sm.r.Float64(), Confidence: 0.6 + 0.35*sm.r.Float64(),
+				Mentions: 1 + sm.r.Intn(3), SaidAt: now.Add(-time.Duration(sm.r.Intn(200*24)) * time.Hour), Origin: "bench"}
+			switch p := sm.r.Intn(20); {
+			case p < 5:
+				u.Type, u.Content, u.Tags = memory.Preference, "Always "+sm.phrase(3)+" before "+sm.phrase(2+sm.r.Intn(4))+".", []string{"rule"}
+				u.Subject, u.Value = "rule:"+sm.phrase(2), "+"
+			case p < 10:
+				u.Type, u.Content, u.Subject = memory.Semantic, "The user's "+sm.phrase(1)+" is "+sm.phrase(2+sm.r.Intn(6))+".", "fact:my "+sm.phrase(1)
+			case p < 15:
+				u.Type, u.Content = memory.ProjectState, "The team uses "+sm.phrase(2)+" for the "+sm.phrase(3+sm.r.Intn(6))+"."
+			case p < 19:
+				u.Type, u.Content = memory.Episodic, "Today the team shipped "+sm.phrase(4+sm.r.Intn(8))+"."
+			default:
+				u.Type, u.Agent = memory.WorkingSummary, "default"
+				u.Content = "Session of 6 exchanges. Began with: “" + sm.phrase(10) + "”. Ended with: “" + sm.phrase(10) + "”."
+			}
+			u.LastSeenAt = u.SaidAt
+			batch = append(batch, u)
+			done++
+		}
+		if err := s.BulkInsert(ctx, batch); err != nil {
+			return err
+		}
+	}
+	return s.Optimize(ctx)
+}
+
+// agentBody is a sequential agent turn: a 6 KB system prompt and a question
+// in new words.
+func agentBody(sm *sampler) string {
+	sys := strings.Repeat("You are a coding agent working in the user's repository. Follow the workspace rules and keep answers short. ", 56)
+	q := "Can you help me " + sm.phrase(3) + " the " + sm.phrase(4) + " and make sure it handles " + sm.phrase(2) + "?"
+	return `{"model":"m","messages":[{"role":"system","content":"` + sys[:6000] + `"},{"role":"user","content":"` + q + `"}]}`
+}
+
+// runLoaded sends n sequential agent turns to url as the bench user, in one
+// session (an agent's conversation; a new session would first catch up with
+// the user's pending turns, see docs/memory.md).
+func runLoaded(client *http.Client, url string, n int, seed int64) result {
+	sm := newSampler(seed)
+	bodies := make([]string, n)
+	for i := range bodies {
+		bodies[i] = agentBody(sm)
+	}
+	lat := make([]time.Duration, n)
+	start := time.Now()
+	for i := range bodies {
+		lat[i] = onceAs(client, url, bodies[i], "bench", fmt.Sprintf("bench-%d", seed))
+	}
+	return summarize(lat, time.Since(start))
+}
