@@ -460,7 +460,7 @@ func (s *Server) handleToolsCall(ctx context.Context, raw json.RawMessage) (any,
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: arguments must be an object")
 	}
 	q := core.Query{Agent: agent, SessionID: p.Session, Scope: scopeOf(p.Identity)}
-	result, err := s.o.Core.CallTool(ctx, p.Name, q, json.RawMessage(args))
+	result, err := s.o.Core.CallTool(ctx, p.Name, q, transcript.CleanToolArgs(args))
 	if err != nil {
 		var unknown core.ErrUnknownTool
 		if errors.As(err, &unknown) {

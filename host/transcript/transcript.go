@@ -34,12 +34,13 @@ type Exchange struct {
 // <<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> … <<<END_OPENCLAW_INTERNAL_CONTEXT>>>.
 var internalContext = regexp.MustCompile(`(?s)<<<BEGIN_[A-Z_]*INTERNAL_CONTEXT>>>.*?(<<<END_[A-Z_]*INTERNAL_CONTEXT>>>|$)`)
 
-// Clean removes injected blocks and agent-internal context from text.
+// Clean returns what the user wrote: without MetaClaw's injected blocks,
+// agent-internal context and the client's envelope (StripEnvelope).
 func Clean(text string) string {
 	if strings.Contains(text, "<<<BEGIN_") {
 		text = internalContext.ReplaceAllString(text, "")
 	}
-	return strings.TrimSpace(core.Strip(text))
+	return StripEnvelope(core.Strip(text))
 }
 
 type message struct {
