@@ -17,6 +17,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rpc"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/transcript"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
 	"github.com/metaclaw-go/metaclaw/plugin"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
@@ -177,7 +178,7 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 			t.Cleanup(func() { srv.Close() })
 			return nil
 		},
-		Mutate: func(o *proxy.Options) { o.ResolveTrace = srv.ResolveTrace },
+		Mutate: func(o *proxy.Options) { o.ResolveTrace, o.ResolveInjected = srv.ResolveTrace, srv.Injected },
 	})
 	s := serve(t, home, plugin.ClientOpenClaw, false)
 
@@ -198,6 +199,10 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := capt.Body["messages"].([]any)
+	// The capture plugin also returned prependContext "MC-PREPEND"; ours
+	// does not.
+	user := msgs[1].(map[string]any)
+	user["content"] = strings.Replace(user["content"].(string), "MC-PREPEND\n\n", "", 1)
 	sys := msgs[0].(map[string]any)
 	sys["content"] = sys["content"].(string) + "\n\n---\n\nOpenClaw plugin-injected system context. This block is not workspace file content.\n\n" + block + "\n\n---"
 	body, _ := json.Marshal(capt.Body)
@@ -229,5 +234,15 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 	if len(turns) != 1 || turns[0].Agent != "main" || turns[0].ClientAPI != "openai" {
 		recent, _ := th.Store.RecentTurns(t.Context(), 10)
 		t.Fatalf("turns %+v; recent %+v", turns, recent)
+	}
+	// The one record has everything: the proxy's full request and answer,
+	// the ids and tokens of what the hook injected, and a user text that
+	// learning reads without OpenClaw's envelope.
+	want := core.Render([]core.Section{{Title: "Memories", Body: "- " + plugintest.Memory}}).Tokens
+	if turns[0].InjectedJSON != `["mem:tea"]` || turns[0].InjectedTokens != want || turns[0].ResponseText != "FAKE-REPLY-OK" {
+		t.Fatalf("recorded injected=%s tokens=%d (want %d) response=%q", turns[0].InjectedJSON, turns[0].InjectedTokens, want, turns[0].ResponseText)
+	}
+	if u := transcript.FromTurn(turns[0]).User; u != "Hello from fixture turn one" {
+		t.Fatalf("learning reads %q", u)
 	}
 }

@@ -136,6 +136,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	rpcSrv := newRPCServer(cfg.Home, c, log, popts.Status, rpcStop, sched.touch)
 	popts.ResolveTrace = rpcSrv.ResolveTrace
 	popts.MainTurns = rl.Responder()
+	popts.ResolveInjected = rpcSrv.Injected
 	px, err := proxy.New(popts)
 	if err != nil {
 		c.Close()

@@ -77,6 +77,8 @@ func (s *Server) chat(api wire.API) http.HandlerFunc {
 				Agent: t.id.agent, SessionID: t.id.session, Scope: t.id.scope, UserTexts: t.req.recentUserTexts(3),
 			})
 			t.req.inject(t.inj.Block)
+		} else if t.id.turnType == core.TurnMain {
+			s.hookInjection(r, t)
 		}
 		t.req.truncate(s.o.MaxContextTokens, s.counter)
 		if s.o.Model != "" && t.req.model != s.o.Model {

@@ -174,11 +174,17 @@ func (s *Server) handleContext(ctx context.Context, raw json.RawMessage) (any, e
 	if inj.IDs != nil {
 		res.IDs = inj.IDs
 	}
+	info := TraceInfo{Agent: agent, Session: p.Session, TurnType: tt, Client: p.Client, InjectedIDs: res.IDs, InjectedTokens: res.Tokens}
+	if p.TraceID != "" && inj.Block != "" {
+		// The proxy records the turn (--via both): it files the ids and
+		// tokens of what this hook injected.
+		s.traces.register(p.TraceID, info, s.o.TraceTTL)
+	}
 	if inj.Block != "" && p.Session != "" {
 		// Clients without trace ids (Claude Code): the block itself links the
 		// proxied request to this hook's identity.
 		key := core.BlockKey(inj.Block)
-		s.traces.register(key, TraceInfo{Agent: agent, Session: p.Session, TurnType: tt, Client: p.Client}, s.o.TraceTTL)
+		s.traces.register(key, info, s.o.TraceTTL)
 		s.blocks.put(promptKey(agent, p.Session), key)
 	}
 	return res, nil

@@ -240,6 +240,21 @@ func (s *Server) ResolveTrace(traceID string) (agent, session, turnType string, 
 	return info.Agent, info.Session, info.TurnType, ok
 }
 
+// Injected is what a hook injected for a trace id or block key (see
+// core.BlockKey): the proxy records it with a turn that arrives already
+// carrying the block, so a turn seen by both paths is recorded once with
+// everything.
+func (s *Server) Injected(key string) (ids []string, tokens int, ok bool) {
+	if !validTraceID(key) {
+		return nil, 0, false
+	}
+	info, ok := s.traces.lookup(key)
+	if !ok || (len(info.InjectedIDs) == 0 && info.InjectedTokens == 0) {
+		return nil, 0, false
+	}
+	return append([]string(nil), info.InjectedIDs...), info.InjectedTokens, true
+}
+
 func (s *Server) registerStatusTool() {
 	for _, t := range s.o.Core.Tools() {
 		if t.Name == StatusToolName {
