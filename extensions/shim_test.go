@@ -111,7 +111,7 @@ func TestShimOneChildPerProcess(t *testing.T) {
 		t.Fatalf("child saw %v", methods)
 	}
 	// The host's list, filtered to the contract, replaces the fallback.
-	if strings.Join(r.ToolsAfterChild, ",") != "memory_search" || !strings.Contains(string(r.ToolResult), `"tea"`) {
+	if strings.Join(r.ToolsAfterChild, ",") != "metaclaw_memory_search" || !strings.Contains(string(r.ToolResult), `"tea"`) {
 		t.Fatalf("tools after the child %v, result %s", r.ToolsAfterChild, r.ToolResult)
 	}
 }

@@ -121,7 +121,7 @@ func TestServeRelaysToHost(t *testing.T) {
 		t.Fatalf("tools %+v", tools)
 	}
 	var out protocol.ToolsCallResult
-	s.call(t, protocol.MethodToolsCall, protocol.ToolsCallParams{Name: "memory_search", Arguments: json.RawMessage(`{"query":"genmaicha"}`)}, &out)
+	s.call(t, protocol.MethodToolsCall, protocol.ToolsCallParams{Name: core.ToolMemorySearch, Arguments: json.RawMessage(`{"query":"genmaicha"}`)}, &out)
 	if !strings.Contains(string(out.Result), "genmaicha") {
 		t.Fatalf("tool %s", out.Result)
 	}

@@ -28,11 +28,11 @@ const RESPAWN_BACKOFF_MS = 5000;
 // openclaw.plugin.json). Which of them exist is decided by the host at run
 // time (tools.list); the fallback descriptions are used until it answers.
 const CONTRACT_TOOLS = {
-  memory_search: "Search MetaClaw's long-term memory of this user for facts, preferences and past events.",
-  memory_store: "Store a fact or preference in MetaClaw's long-term memory.",
-  memory_forget: "Forget a memory in MetaClaw's long-term memory.",
-  memory_status: "Show what MetaClaw's long-term memory holds.",
-  skills_search: "Search MetaClaw's skill library for how-to knowledge relevant to a task.",
+  metaclaw_memory_search: "Search MetaClaw's long-term memory of this user for facts, preferences and past events.",
+  metaclaw_memory_store: "Store a fact or preference in MetaClaw's long-term memory.",
+  metaclaw_memory_forget: "Forget a memory in MetaClaw's long-term memory.",
+  metaclaw_memory_status: "Show what MetaClaw's long-term memory holds.",
+  metaclaw_skills_search: "Search MetaClaw's skill library for how-to knowledge relevant to a task.",
   metaclaw_status: "Show MetaClaw's status: whether the learning host runs, what it has recorded and learned.",
 };
 

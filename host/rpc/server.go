@@ -74,7 +74,7 @@ type Server struct {
 }
 
 // StatusToolName is the one tool this package registers on the core.
-const StatusToolName = "metaclaw_status"
+const StatusToolName = core.ToolStatus
 
 // New builds the server and registers the metaclaw_status tool on the core.
 func New(o Options) *Server {
