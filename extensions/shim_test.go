@@ -21,6 +21,9 @@ type shimRun struct {
 	Dup              map[string]any  `json:"dup"`
 	Second           map[string]any  `json:"second"`
 	ToolsAfterChild  []string        `json:"toolsAfterChild"`
+	ToolsOtherAgent  []string        `json:"toolsOtherAgent"`
+	ToolsDisabled    []string        `json:"toolsDisabled"`
+	Warnings         []string        `json:"warnings"`
 	ToolResult       json.RawMessage `json:"toolResult"`
 }
 
@@ -113,6 +116,23 @@ func TestShimOneChildPerProcess(t *testing.T) {
 	// The host's list, filtered to the contract, replaces the fallback.
 	if strings.Join(r.ToolsAfterChild, ",") != "metaclaw_memory_search" || !strings.Contains(string(r.ToolResult), `"tea"`) {
 		t.Fatalf("tools after the child %v, result %s", r.ToolsAfterChild, r.ToolResult)
+	}
+	// Only the agents MetaClaw serves get its tools; none while disabled.
+	if len(r.ToolsOtherAgent) != 0 || len(r.ToolsDisabled) != 0 {
+		t.Fatalf("tools for an agent not served %v, while disabled %v", r.ToolsOtherAgent, r.ToolsDisabled)
+	}
+	if len(r.Warnings) != 0 {
+		t.Fatalf("warnings with conversation access and a binary: %v", r.Warnings)
+	}
+}
+
+// TestShimSaysWhatIsMissing: without conversation access the shim tells
+// (once per process, through OpenClaw's logger, which `openclaw plugins
+// doctor` prints) the one command that grants it.
+func TestShimSaysWhatIsMissing(t *testing.T) {
+	r, _ := runShim(t, "noaccess")
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "openclaw config set plugins.entries.metaclaw.hooks.allowConversationAccess true") {
+		t.Fatalf("warnings %v", r.Warnings)
 	}
 }
 
