@@ -46,6 +46,25 @@ func block(r upRequest) string {
 	return ""
 }
 
+// memories is the Memories section of a block (skills may mention the
+// same words).
+func memories(block string) string {
+	if i := strings.Index(block, "## Memories"); i >= 0 {
+		return block[i:]
+	}
+	return ""
+}
+
+var skillHeader = regexp.MustCompile(`(?m)^### ([a-z0-9-]+)$`)
+
+func skillNames(block string) []string {
+	var out []string
+	for _, m := range skillHeader.FindAllStringSubmatch(block, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
 // since returns the requests the upstream got from index n on.
 func (w *world) since(n int) []upRequest { return w.up.requests()[n:] }
 
@@ -74,7 +93,13 @@ func TestOpenClawWithThePlugin(t *testing.T) {
 	if !strings.Contains(out, "via hooks") {
 		t.Fatalf("wire did not default to the plugin:\n%s", out)
 	}
-	t.Logf("wire:\n%s", out)
+	var summary []string
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "+") && !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "@@") {
+			summary = append(summary, l)
+		}
+	}
+	t.Logf("wire:\n%s", strings.Join(summary, "\n"))
 
 	// Nothing the user enabled is turned off; MetaClaw is on, with its tools
 	// under names no bundled plugin uses.
@@ -156,9 +181,10 @@ func TestOpenClawWithThePlugin(t *testing.T) {
 		if n := strings.Count(r.system(), core.BeginMarker) + strings.Count(strings.Join(r.userTexts(), "\n"), core.BeginMarker); n > 1 {
 			t.Fatalf("session 3 request %d carries the block %d times", i+1, n)
 		}
-		t.Logf("session 3 request %d block:\n%s", i+1, block(r))
+		b := block(r)
+		t.Logf("session 3 request %d: block of %d bytes, skills %v\n%s", i+1, len(b), skillNames(b), memories(b))
 	}
-	last := block(s3[len(s3)-1])
+	last := memories(block(s3[len(s3)-1]))
 	var missing []string
 	for _, f := range facts {
 		if n := strings.Count(strings.ToLower(last), strings.ToLower(f.want)); n != 1 {
@@ -174,9 +200,6 @@ func TestOpenClawWithThePlugin(t *testing.T) {
 	// The model calls MetaClaw's memory tool by its name.
 	n3 := len(w.up.requests())
 	reply, _, _ := w.turn("main", "e2e-s3", "CALL-TOOL metaclaw_memory_search staging host")
-	if !strings.Contains(reply, "TOOL-RESULT") || !strings.Contains(reply, "stg-7") {
-		t.Errorf("metaclaw_memory_search through OpenClaw: %q", reply)
-	}
 	var called string
 	for _, r := range w.since(n3) {
 		for _, m := range r.messages() {
@@ -185,7 +208,10 @@ func TestOpenClawWithThePlugin(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("tool result the model saw: %s", tail(called, 600))
+	if reply != "TOOL-RESULT-OK" || !strings.Contains(called, "metaclaw_memory_search") || !strings.Contains(called, "stg-7") {
+		t.Errorf("metaclaw_memory_search through OpenClaw: reply %q, the model saw %s", reply, tail(called, 1500))
+	}
+	t.Logf("tool result the model saw: %s", tail(called, 800))
 
 	// `metaclaw stop` does not fail a turn; the plugin starts the host again.
 	w.mustMC("stop")

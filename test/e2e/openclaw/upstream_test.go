@@ -18,7 +18,7 @@ import (
 // turn decides the answer:
 //   - "CALL-TOOL <name> <query>": one call of tool <name> (directly when the
 //     request offers it, else through OpenClaw's tool_call), until a tool
-//     result follows; then "TOOL-RESULT: <result>";
+//     result follows; then "TOOL-RESULT-OK";
 //   - otherwise "FAKE-REPLY-OK".
 //
 // Every request is kept with its headers.
@@ -129,8 +129,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	msgs := req.messages()
 	ask, result := -1, ""
 	for i, m := range msgs {
-		if m["role"] == "user" && callTool.MatchString(textOf(m["content"])) {
-			ask, result = i, ""
+		if m["role"] == "user" && !strings.Contains(textOf(m["content"]), "OPENCLAW_INTERNAL_CONTEXT") {
+			ask, result = -1, "" // a new user turn; a tool call only for CALL-TOOL
+			if callTool.MatchString(textOf(m["content"])) {
+				ask = i
+			}
 		}
 		if m["role"] == "tool" && ask >= 0 {
 			result = textOf(m["content"])
@@ -141,7 +144,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		name, query := mm[1], strings.TrimSpace(mm[2])
 		switch {
 		case result != "":
-			reply = "TOOL-RESULT: " + result
+			reply = "TOOL-RESULT-OK" // what the model saw is in the request (the tool message)
 		case offers(body, name):
 			toolName, toolArgs = name, mustJSON(map[string]any{"query": query})
 		default: // behind OpenClaw's tool search: call it by its exact name
