@@ -32,7 +32,7 @@ func TestOpenClawThroughTheProxy(t *testing.T) {
 	}
 
 	n1 := len(w.up.requests())
-	w.turn("coder", "px-coder", "hello")
+	_, _, direct := w.turn("coder", "px-coder", "hello")
 	for _, r := range w.since(n1) {
 		if viaProxy(r) || block(r) != "" {
 			t.Fatal("the agent that was not enabled went through MetaClaw")
@@ -50,7 +50,11 @@ func TestOpenClawThroughTheProxy(t *testing.T) {
 	if reply != "FAKE-REPLY-OK" || len(reqs) != 1 || viaProxy(reqs[0]) {
 		t.Fatalf("with the host stopped: %q, %d requests: %v", reply, len(reqs), res["meta"])
 	}
-	t.Logf("MEASURED: OpenClaw turn through MetaClaw %v; with the host stopped (failover to the original provider) %v", up.Round(time.Millisecond), down.Round(time.Millisecond))
+	meta, _ := res["meta"].(map[string]any)
+	agentMeta, _ := meta["agentMeta"].(map[string]any)
+	t.Logf("OpenClaw's fallback attempts with the host stopped: %v", agentMeta["fallbackAttempts"])
+	t.Logf("MEASURED: OpenClaw turn through MetaClaw %v; with the host stopped (failover to the original provider) %v; coder straight to the provider %v",
+		up.Round(time.Millisecond), down.Round(time.Millisecond), direct.Round(time.Millisecond))
 
 	w.mustMC("unwire", "openclaw", "--yes")
 	sameFiles(t, "after unwire", files, w.metaclawFiles())
