@@ -51,27 +51,10 @@ type served struct {
 // client speaking to its stdio.
 func serve(t testing.TB, home, client string, autoStart bool) *served {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
 	relay := plugin.NewRelay(home, client, autoStart, false, zerolog.Nop())
 	relay.ContextTimeout = 500 * time.Millisecond
 	relay.CallTimeout = time.Second
-	s := &served{relay: relay, done: make(chan struct{}), stdin: inW}
-	go func() {
-		defer close(s.done)
-		_ = plugin.Serve(context.Background(), inR, outW, plugin.ServeOptions{Client: client, Relay: relay, Log: zerolog.Nop()})
-		outW.Close()
-	}()
-	s.client = protocol.NewClient(outR, inW, inW, 0)
-	t.Cleanup(func() {
-		inW.Close()
-		select {
-		case <-s.done:
-		case <-time.After(5 * time.Second):
-			t.Error("plugin serve did not exit after stdin closed")
-		}
-	})
-	return s
+	return serveRelay(t, client, relay)
 }
 
 func (s *served) call(t testing.TB, method string, params, result any) {
