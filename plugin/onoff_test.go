@@ -17,7 +17,7 @@ import (
 )
 
 // serveRelay runs `plugin serve` over pipes with a given relay.
-func serveRelay(t *testing.T, client string, relay *plugin.Relay) *served {
+func serveRelay(t testing.TB, client string, relay *plugin.Relay) *served {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

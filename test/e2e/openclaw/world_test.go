@@ -257,6 +257,16 @@ func (w *world) turn(agent, session, message string) (string, map[string]any, ti
 	return strings.Join(texts, "\n"), res, took
 }
 
+// slash sends a chat command such as /new through the gateway.
+func (w *world) slash(agent, session, command string) {
+	w.t.Helper()
+	out, errOut, err := w.oc(8*time.Minute, "agent", "--agent", agent, "--session-id", session, "--message", command, "--json")
+	if err != nil {
+		w.t.Fatalf("%s: %v\nstdout: %s\nstderr: %s\n%s", command, err, tail(out, 3000), tail(errOut, 3000), w.gatewayLog())
+	}
+	w.t.Logf("%s: %s", command, tail(strings.TrimSpace(out), 300))
+}
+
 func (w *world) startGateway() {
 	w.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
