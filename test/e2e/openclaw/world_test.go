@@ -283,14 +283,14 @@ func (w *world) startGateway() {
 	}
 	w.gateway, w.gwExited = gw, make(chan error, 1)
 	go func() { w.gwExited <- gw.Wait() }()
-	deadline := time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(12 * time.Minute) // a loaded 2-core machine took over 4
 	for {
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+w.gwPort, time.Second); err == nil {
 			c.Close()
 			return
 		}
 		if time.Now().After(deadline) {
-			w.t.Fatalf("gateway port %s not open after 4 minutes:\n%s", w.gwPort, w.gatewayLog())
+			w.t.Fatalf("gateway port %s not open after 12 minutes:\n%s", w.gwPort, w.gatewayLog())
 		}
 		select {
 		case err := <-w.gwExited:
