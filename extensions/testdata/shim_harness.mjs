@@ -16,8 +16,9 @@ for (const mode of ["full", "discovery", "discovery"]) {
   const api = {
     registrationMode: mode,
     config,
-    // A silent child shows the deadline; otherwise allow for a loaded machine.
-    pluginConfig: { timeoutMs: scenario === "silent" ? 300 : 3000, home: process.env.TEST_HOME, agents: ["main"] },
+    // A silent child shows the deadline. Otherwise the deadline is far away
+    // (a loaded machine), so an answer or the child's exit ends the wait.
+    pluginConfig: { timeoutMs: scenario === "silent" ? 300 : 120000, home: process.env.TEST_HOME, agents: ["main"] },
     rootDir: process.env.TEST_HOME,
     logger: { debug() {}, warn(m) { out.warnings.push(m); }, info() {} },
     on: (name, fn) => { handlers[name] = fn; },
