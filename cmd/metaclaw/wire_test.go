@@ -323,9 +323,20 @@ func TestCLIWireOpenClawDefaultIsThePlugin(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.home, ".openclaw/extensions/metaclaw/index.mjs")); err != nil {
 		t.Fatal(err)
 	}
+	// After `metaclaw stop` the user is told that the plugin starts the host
+	// again, and how to keep MetaClaw off; not once it is disabled.
+	var note bytes.Buffer
+	restartNote(&note, w.mc)
+	if !strings.Contains(note.String(), "the openclaw plugin starts the host again on its next turn; to keep MetaClaw off, run `metaclaw disable`") {
+		t.Fatalf("stop's note: %q", note.String())
+	}
 	out, err = w.run("", "disable")
 	if err != nil || !strings.Contains(out, "metaclaw disabled") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	note.Reset()
+	if restartNote(&note, w.mc); note.Len() != 0 {
+		t.Fatalf("stop's note while disabled: %q", note.String())
 	}
 	out, _ = w.run("", "status")
 	if !strings.Contains(out, "metaclaw is DISABLED since") {
