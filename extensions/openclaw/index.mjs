@@ -133,7 +133,7 @@ class Bridge {
       this.bin = findBinary(this.opts);
       if (!this.bin) warnOnce("binary", this.opts.logger, NO_BINARY);
     }
-    return this.bin || "metaclaw";
+    return this.bin;
   }
 
   ensure() {
@@ -143,11 +143,19 @@ class Bridge {
     }
     if (this.child) return true;
     if (Date.now() - this.failedAt < RESPAWN_BACKOFF_MS) return false;
+    const bin = this.binary();
+    if (!bin) {
+      // Nothing to start (the warning said where we looked); look again
+      // after the back-off, in case it was installed meanwhile.
+      this.failedAt = Date.now();
+      this.bin = undefined;
+      return false;
+    }
     const env = { ...process.env };
     if (this.opts.home) env.METACLAW_HOME = this.opts.home;
     let child;
     try {
-      child = spawn(this.binary(), ["plugin", "serve", "--client", "openclaw"], {
+      child = spawn(bin, ["plugin", "serve", "--client", "openclaw"], {
         stdio: ["pipe", "pipe", "pipe"],
         env,
         windowsHide: true,

@@ -19,7 +19,7 @@ for (const mode of ["full", "discovery", "discovery"]) {
     // A silent child shows the deadline. Otherwise the deadline is far away
     // (a loaded machine), so an answer or the child's exit ends the wait.
     pluginConfig: { timeoutMs: scenario === "silent" ? 300 : 120000, home: process.env.TEST_HOME, agents: ["main"] },
-    rootDir: process.env.TEST_HOME,
+    rootDir: process.env.TEST_ROOT,
     logger: { debug() {}, warn(m) { out.warnings.push(m); }, info() {} },
     on: (name, fn) => { handlers[name] = fn; },
     registerService: (svc) => { out.service = svc.id; },
