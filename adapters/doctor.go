@@ -32,6 +32,13 @@ type DoctorInput struct {
 	Probe func(ctx context.Context, client, agent string) (ok bool, what, fix string)
 }
 
+// Checker is implemented by adapters that check more than the recorded
+// expectations: an installation made by hand (m is nil: the client was not
+// wired by metaclaw), or live settings that decide whether it works.
+type Checker interface {
+	Check(env *Env, d *Detection, m *Manifest) []Finding
+}
+
 // Doctor checks every detected or wired client: that its config points at
 // a live proxy on the configured address, that metaclaw's entries are still
 // in place, and that extensions and hooks are installed and allowed.
@@ -61,9 +68,20 @@ func (e *Engine) Doctor(ctx context.Context, all []Adapter, in DoctorInput) []Fi
 			add(false, derr.Error(), "fix the file, then run `metaclaw doctor` again")
 			continue
 		}
+		checker, _ := a.(Checker)
 		if m == nil {
-			if d.Found {
+			if !d.Found {
+				continue
+			}
+			var found []Finding
+			if checker != nil {
+				found = checker.Check(e.Env, d, nil)
+			}
+			if len(found) == 0 {
 				add(false, fmt.Sprintf("%s %s found (%s) but not wired", name, d.Version, d.ConfigPath), "metaclaw wire "+name)
+			}
+			for _, f := range found {
+				add(f.OK, f.What, f.Fix)
 			}
 			continue
 		}
@@ -73,7 +91,9 @@ func (e *Engine) Doctor(ctx context.Context, all []Adapter, in DoctorInput) []Fi
 			continue
 		}
 		add(true, fmt.Sprintf("%s %s wired (agents %s, via %s)", name, d.Version, strings.Join(m.Agents, ", "), m.Via), "")
-		if !proxyReported || !proxyUp {
+		// A client wired through its plugin only does not need the proxy
+		// (the plugin starts the host itself).
+		if m.Via.Proxy() && (!proxyReported || !proxyUp) {
 			if proxyUp {
 				add(true, "proxy answers at "+health, "")
 				proxyReported = true
@@ -101,6 +121,11 @@ func (e *Engine) Doctor(ctx context.Context, all []Adapter, in DoctorInput) []Fi
 				add(true, x.What, "")
 			} else {
 				add(false, x.What+": "+got, fmt.Sprintf("metaclaw wire %s%s --force", name, agentFlags(m.Agents)))
+			}
+		}
+		if checker != nil {
+			for _, f := range checker.Check(e.Env, d, m) {
+				add(f.OK, f.What, f.Fix)
 			}
 		}
 		if ed, err := edited(m); err == nil && len(ed) > 0 {

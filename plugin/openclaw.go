@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
+	"github.com/metaclaw-go/metaclaw/host/transcript"
 )
 
 // OpenClaw hook methods served by `plugin serve --client openclaw`. Params
@@ -176,10 +176,9 @@ func (m ocMessage) text() string {
 	return strings.Join(parts, "\n")
 }
 
-// OpenClaw prefixes stored user turns with "[Mon 2026-11-30 03:16 UTC] ".
-var ocTimestamp = regexp.MustCompile(`^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]]{0,40}\] `)
-
-func cleanUser(s string) string { return strings.TrimSpace(ocTimestamp.ReplaceAllString(s, "")) }
+// cleanUser is the user's own words of a stored OpenClaw message: without
+// the timestamp, metadata blocks and runtime line OpenClaw wraps them in.
+func cleanUser(s string) string { return transcript.Clean(s) }
 
 func (o *openclaw) routes(m *protocol.Mux) {
 	m.Handle(MethodOCBeforePromptBuild, o.hook(o.beforePromptBuild))

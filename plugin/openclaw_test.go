@@ -17,6 +17,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rpc"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/transcript"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
 	"github.com/metaclaw-go/metaclaw/plugin"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
@@ -44,7 +45,7 @@ func TestOpenClawCapturedHooks(t *testing.T) {
 		t.Fatalf("query %+v", q)
 	}
 	// llm_input re-registers; harmless.
-	s.call(t, plugin.MethodOCLLMInput, example(t, "llm_input.turn2"), &ret)
+	s.call(t, plugin.MethodOCLLMInput, example(t, "llm_input.turn2.slim"), &ret)
 
 	// agent_end records the turn (once, even if llm_output follows).
 	s.call(t, plugin.MethodOCAgentEnd, example(t, "agent_end.turn2"), &ret)
@@ -162,7 +163,7 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 	bpb := example(t, "before_prompt_build.turn1")
 	reqFile, err := os.ReadFile(filepath.Join(fixtures, "requests", "01-openai-completions.turn1.request.json"))
 	if err != nil {
-		t.Skip("fixtures not present")
+		t.Fatalf("captured OpenClaw request missing from the repository: %v", err)
 	}
 	home := plugintest.Home(t)
 	var srv *rpc.Server
@@ -177,7 +178,7 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 			t.Cleanup(func() { srv.Close() })
 			return nil
 		},
-		Mutate: func(o *proxy.Options) { o.ResolveTrace = srv.ResolveTrace },
+		Mutate: func(o *proxy.Options) { o.ResolveTrace, o.ResolveInjected = srv.ResolveTrace, srv.Injected },
 	})
 	s := serve(t, home, plugin.ClientOpenClaw, false)
 
@@ -198,6 +199,10 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := capt.Body["messages"].([]any)
+	// The capture plugin also returned prependContext "MC-PREPEND"; ours
+	// does not.
+	user := msgs[1].(map[string]any)
+	user["content"] = strings.Replace(user["content"].(string), "MC-PREPEND\n\n", "", 1)
 	sys := msgs[0].(map[string]any)
 	sys["content"] = sys["content"].(string) + "\n\n---\n\nOpenClaw plugin-injected system context. This block is not workspace file content.\n\n" + block + "\n\n---"
 	body, _ := json.Marshal(capt.Body)
@@ -229,5 +234,15 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 	if len(turns) != 1 || turns[0].Agent != "main" || turns[0].ClientAPI != "openai" {
 		recent, _ := th.Store.RecentTurns(t.Context(), 10)
 		t.Fatalf("turns %+v; recent %+v", turns, recent)
+	}
+	// The one record has everything: the proxy's full request and answer,
+	// the ids and tokens of what the hook injected, and a user text that
+	// learning reads without OpenClaw's envelope.
+	want := core.Render([]core.Section{{Title: "Memories", Body: "- " + plugintest.Memory}}).Tokens
+	if turns[0].InjectedJSON != `["mem:tea"]` || turns[0].InjectedTokens != want || turns[0].ResponseText != "FAKE-REPLY-OK" {
+		t.Fatalf("recorded injected=%s tokens=%d (want %d) response=%q", turns[0].InjectedJSON, turns[0].InjectedTokens, want, turns[0].ResponseText)
+	}
+	if u := transcript.FromTurn(turns[0]).User; u != "Hello from fixture turn one" {
+		t.Fatalf("learning reads %q", u)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/onoff"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 )
 
@@ -25,6 +26,10 @@ type Relay struct {
 	// CallTimeout bounds other calls (default 3s).
 	CallTimeout time.Duration
 	Client      string
+	// PassThrough reports `metaclaw disable`: every call is answered with
+	// nothing at once, the host is neither asked nor started, and nothing
+	// is recorded or spooled.
+	PassThrough func() bool
 
 	replaying atomic.Bool
 	wg        sync.WaitGroup
@@ -35,7 +40,7 @@ type Relay struct {
 // NewRelay links a relay to the host of a state dir. autoStart starts the
 // host when needed; detach makes that start fire-and-forget (one-shot hooks).
 func NewRelay(home, client string, autoStart, detach bool, log zerolog.Logger) *Relay {
-	r := &Relay{Spool: NewSpool(SpoolDir(home), 0, 0), Log: log, Client: client}
+	r := &Relay{Spool: NewSpool(SpoolDir(home), 0, 0), Log: log, Client: client, PassThrough: onoff.NewWatcher(home, 0).Disabled}
 	r.Host = NewHost(HostOptions{Home: home, AutoStart: autoStart, Detach: detach, Log: log, OnConnect: func() {
 		if !detach {
 			r.ReplayAsync()
@@ -63,6 +68,9 @@ func (r *Relay) Context(ctx context.Context, p protocol.ContextParams) protocol.
 	if p.Client == "" {
 		p.Client = r.Client
 	}
+	if r.off() {
+		return protocol.ContextResult{IDs: []string{}, Agent: p.Agent, Session: p.Session, Skipped: SkippedDisabled}
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.contextTimeout())
 	defer cancel()
 	var res protocol.ContextResult
@@ -86,6 +94,9 @@ func skipReason(err error) string {
 // Call relays a call that is pointless to replay later (tools, status,
 // trace registration), within the call deadline.
 func (r *Relay) Call(ctx context.Context, method string, params, result any) error {
+	if r.off() {
+		return ErrDisabled
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.callTimeout())
 	defer cancel()
 	return r.Host.Call(ctx, method, params, result)
@@ -103,6 +114,9 @@ type Delivery struct {
 // event stays in the spool for replay. The host's refusal of a malformed
 // event is returned as an error (and not spooled).
 func (r *Relay) Deliver(ctx context.Context, method string, params any) (Delivery, error) {
+	if r.off() {
+		return Delivery{Error: SkippedDisabled}, nil
+	}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return Delivery{}, err
@@ -136,8 +150,19 @@ func (r *Relay) Deliver(ctx context.Context, method string, params any) (Deliver
 	}
 }
 
+// SkippedDisabled is the reason given while MetaClaw is switched off.
+const SkippedDisabled = "metaclaw is disabled (`metaclaw enable` turns it back on)"
+
+// ErrDisabled answers calls while MetaClaw is switched off.
+var ErrDisabled = protocol.Errorf(protocol.CodeHostUnavailable, "%s", SkippedDisabled)
+
+func (r *Relay) off() bool { return r.PassThrough != nil && r.PassThrough() }
+
 // ReplayAsync replays the spool in the background (one replay at a time).
 func (r *Relay) ReplayAsync() {
+	if r.off() {
+		return
+	}
 	if !r.replaying.CompareAndSwap(false, true) {
 		return
 	}

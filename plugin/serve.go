@@ -87,6 +87,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o ServeOptions) err
 	// Connect (and start the host if needed) right away, so that the first
 	// turn does not pay for it; replay what earlier processes spooled.
 	go func() {
+		if s.relay.off() {
+			return // `metaclaw disable`: never start the host
+		}
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var pong protocol.PingResult
@@ -162,7 +165,7 @@ func (s *server) generic() {
 	m.Handle(protocol.MethodPing, func(ctx context.Context, _ json.RawMessage) (any, error) {
 		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		up := s.relay.Host.Call(cctx, protocol.MethodPing, nil, nil) == nil
+		up := !s.relay.off() && s.relay.Host.Call(cctx, protocol.MethodPing, nil, nil) == nil
 		return protocol.PingResult{Pong: true, Version: version.Version, PID: os.Getpid(), Host: &up}, nil
 	})
 	m.Handle(protocol.MethodStatus, func(ctx context.Context, _ json.RawMessage) (any, error) {

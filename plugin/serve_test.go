@@ -19,14 +19,15 @@ import (
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
-var fixtures = filepath.Join("..", "..", "shared", "fixtures", "openclaw-2026.9.6")
+// fixtures are the real OpenClaw 2026.9.6 captures (testdata/SOURCES.md).
+var fixtures = filepath.Join("..", "testdata", "openclaw-2026.9.6")
 
 // example returns {event, ctx} of a captured OpenClaw hook call.
 func example(t *testing.T, name string) json.RawMessage {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtures, "hooks", "examples", name+".json"))
 	if err != nil {
-		t.Skipf("fixtures not present beside the repo: %v", err)
+		t.Fatalf("captured OpenClaw hook payload missing from the repository: %v", err)
 	}
 	var full struct {
 		Event json.RawMessage `json:"event"`
@@ -50,27 +51,10 @@ type served struct {
 // client speaking to its stdio.
 func serve(t testing.TB, home, client string, autoStart bool) *served {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
 	relay := plugin.NewRelay(home, client, autoStart, false, zerolog.Nop())
 	relay.ContextTimeout = 500 * time.Millisecond
 	relay.CallTimeout = time.Second
-	s := &served{relay: relay, done: make(chan struct{}), stdin: inW}
-	go func() {
-		defer close(s.done)
-		_ = plugin.Serve(context.Background(), inR, outW, plugin.ServeOptions{Client: client, Relay: relay, Log: zerolog.Nop()})
-		outW.Close()
-	}()
-	s.client = protocol.NewClient(outR, inW, inW, 0)
-	t.Cleanup(func() {
-		inW.Close()
-		select {
-		case <-s.done:
-		case <-time.After(5 * time.Second):
-			t.Error("plugin serve did not exit after stdin closed")
-		}
-	})
-	return s
+	return serveRelay(t, client, relay)
 }
 
 func (s *served) call(t testing.TB, method string, params, result any) {
@@ -120,7 +104,7 @@ func TestServeRelaysToHost(t *testing.T) {
 		t.Fatalf("tools %+v", tools)
 	}
 	var out protocol.ToolsCallResult
-	s.call(t, protocol.MethodToolsCall, protocol.ToolsCallParams{Name: "memory_search", Arguments: json.RawMessage(`{"query":"genmaicha"}`)}, &out)
+	s.call(t, protocol.MethodToolsCall, protocol.ToolsCallParams{Name: core.ToolMemorySearch, Arguments: json.RawMessage(`{"query":"genmaicha"}`)}, &out)
 	if !strings.Contains(string(out.Result), "genmaicha") {
 		t.Fatalf("tool %s", out.Result)
 	}

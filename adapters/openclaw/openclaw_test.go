@@ -31,7 +31,7 @@ const cfg = ".openclaw/openclaw.json"
 
 func TestDocsCurrentCustomProviders(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	w.Copy(adaptertest.Fixture(t, "clients/openclaw/docs-current/custom-providers.openclaw.json5"), cfg)
+	w.Copy(fixture(t, "clients/openclaw/docs-current/custom-providers.openclaw.json5"), cfg)
 	req := w.Request("main")
 	req.Model = "llama-3.1-8b" // the example sets no agents.defaults.model
 	adaptertest.Roundtrip{Adapter: New(fakeExtension), Request: req, Golden: "docs-custom-providers", Files: []string{cfg}}.Run(w)
@@ -39,13 +39,13 @@ func TestDocsCurrentCustomProviders(t *testing.T) {
 
 func TestDocsCurrentLlamacpp(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	w.Copy(adaptertest.Fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"), cfg)
+	w.Copy(fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"), cfg)
 	adaptertest.Roundtrip{Adapter: New(fakeExtension), Request: w.Request(), Golden: "docs-llamacpp", Files: []string{cfg}}.Run(w)
 }
 
 func TestDocsCurrentSyntheticAnthropic(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	w.Copy(adaptertest.Fixture(t, "clients/openclaw/docs-current/provider-example-synthetic-anthropic.openclaw.json5"), cfg)
+	w.Copy(fixture(t, "clients/openclaw/docs-current/provider-example-synthetic-anthropic.openclaw.json5"), cfg)
 	req := w.Request("main")
 	req.ProxyKey = "sk-proxy-secret-123"
 	adaptertest.Roundtrip{Adapter: New(fakeExtension), Request: req, Golden: "docs-synthetic-anthropic", Files: []string{cfg}}.Run(w)
@@ -56,7 +56,7 @@ func TestDocsCurrentSyntheticAnthropic(t *testing.T) {
 
 func TestJSON5CommentsKept(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	src := adaptertest.Fixture(t, "openclaw-2026.9.6/config/json5-comments.before.json5")
+	src := fixture(t, "openclaw-2026.9.6/config/json5-comments.before.json5")
 	w.Copy(src, cfg)
 	req := w.Request()
 	req.Model = "gpt-5.4"
@@ -70,7 +70,7 @@ func TestJSON5CommentsKept(t *testing.T) {
 // `openclaw agents add coder` would leave it, wired both ways.
 func TestLive2026_9_6BothAgentsAndHooks(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	p := w.Copy(adaptertest.Fixture(t, "openclaw-2026.9.6/config/openclaw.after-config-set.json"), cfg)
+	p := w.Copy(fixture(t, "openclaw-2026.9.6/config/openclaw.after-config-set.json"), cfg)
 	addAgent(t, p, "coder", `{"workspace": "/home/user/ws-coder", "model": "fakeanth/fake-claude"}`)
 	req := w.Request("main", "coder")
 	req.Via = adapters.ViaBoth
@@ -81,14 +81,7 @@ func TestLive2026_9_6BothAgentsAndHooks(t *testing.T) {
 
 func addAgent(t *testing.T, path, id, entry string) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := edit.ParseJSON(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := load(t, path)
 	var v any
 	if err := jsonUnmarshal(entry, &v); err != nil {
 		t.Fatal(err)
@@ -103,7 +96,7 @@ func addAgent(t *testing.T, path, id, entry string) {
 
 func TestLegacy2026_2_15(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	w.Copy(adaptertest.Fixture(t, "clients/openclaw/legacy-2026.2.15/openclaw.json"), cfg)
+	w.Copy(fixture(t, "clients/openclaw/legacy-2026.2.15/openclaw.json"), cfg)
 	adaptertest.Roundtrip{Adapter: New(fakeExtension), Request: w.Request(), Golden: "legacy-2026.2.15", Files: []string{cfg}}.Run(w)
 
 	// hooks need allowConversationAccess, which 2026.2.15 does not have
@@ -142,7 +135,7 @@ func TestEnvOverridesAndNotInstalled(t *testing.T) {
 	state := filepath.Join(w.Home, "oc-state")
 	w.Vars["OPENCLAW_STATE_DIR"] = state
 	w.Vars["OPENCLAW_CONFIG_PATH"] = filepath.Join(w.Home, "elsewhere", "oc.json")
-	w.Copy(adaptertest.Fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"), "elsewhere/oc.json")
+	w.Copy(fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"), "elsewhere/oc.json")
 	req := w.Request()
 	req.Via = adapters.ViaBoth
 	if err := w.Engine().Wire(context.Background(), New(fakeExtension), req, "", adapters.WireOptions{Yes: true}); err != nil {
@@ -170,7 +163,7 @@ func TestEnvOverridesAndNotInstalled(t *testing.T) {
 // own id to plugins.allow.
 func TestSandboxAndAllowlistsUntouched(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	p := w.Copy(adaptertest.Fixture(t, "openclaw-2026.9.6/config/openclaw.after-config-set.json"), cfg)
+	p := w.Copy(fixture(t, "openclaw-2026.9.6/config/openclaw.after-config-set.json"), cfg)
 	b, _ := os.ReadFile(p)
 	doc, err := edit.ParseJSON(b)
 	if err != nil {
@@ -256,7 +249,7 @@ func TestDeniedOrDisabledPluginsRefuseHooks(t *testing.T) {
 
 func TestNoExtensionBuiltIn(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	w.Copy(adaptertest.Fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"), cfg)
+	w.Copy(fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"), cfg)
 	req := w.Request()
 	req.Via = adapters.ViaHooks
 	err := w.Engine().Wire(context.Background(), New(nil), req, "", adapters.WireOptions{Yes: true})
@@ -272,7 +265,7 @@ func TestNoExtensionBuiltIn(t *testing.T) {
 // from both to proxy removes the extension again.
 func TestRewireOtherOptions(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	p := w.Copy(adaptertest.Fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"), cfg)
+	p := w.Copy(fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"), cfg)
 	eng := w.Engine()
 	both := w.Request()
 	both.Via = adapters.ViaBoth
@@ -297,7 +290,7 @@ func TestRewireOtherOptions(t *testing.T) {
 	if err := eng.Unwire(context.Background(), New(fakeExtension), adapters.UnwireOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	orig, _ := os.ReadFile(adaptertest.Fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"))
+	orig, _ := os.ReadFile(fixture(t, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"))
 	b, _ = os.ReadFile(p)
 	if string(b) != string(orig) {
 		t.Fatal("not restored")
@@ -306,11 +299,25 @@ func TestRewireOtherOptions(t *testing.T) {
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 
+// fixture is a real client config in the repository's testdata/ (see
+// testdata/SOURCES.md); a missing one fails the test.
+func fixture(t testing.TB, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("fixture missing from the repository: %v", err)
+	}
+	return p
+}
+
 // The real embedded extension (package extensions) installs into a live
 // 2026.9.6 config; a 2026.5 config is refused by its pluginApi floor.
 func TestRealExtension(t *testing.T) {
 	w := adaptertest.NewWorld(t)
-	w.Copy(adaptertest.Fixture(t, "openclaw-2026.9.6/config/openclaw.after-config-set.json"), cfg)
+	w.Copy(fixture(t, "openclaw-2026.9.6/config/openclaw.after-config-set.json"), cfg)
 	req := w.Request()
 	req.Via = adapters.ViaHooks
 	if err := w.Engine().Wire(context.Background(), New(extensions.OpenClaw), req, "", adapters.WireOptions{Yes: true}); err != nil {

@@ -101,7 +101,10 @@ func newStopCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the host gracefully (in-flight requests finish, queues are flushed)",
-		Args:  cobra.NoArgs,
+		Long: `Stop the host gracefully. A client plugin (OpenClaw's extension, hook
+commands) starts the host again on its next turn, so that turns keep getting
+context; to keep MetaClaw off, use ` + "`metaclaw disable`" + ` (and ` + "`metaclaw enable`" + `).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := home()
 			if err != nil {
@@ -116,6 +119,7 @@ func newStopCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "metaclaw stopped (pid %d)\n", info.PID)
+			restartNote(cmd.OutOrStdout(), h)
 			return nil
 		},
 	}
@@ -138,6 +142,9 @@ counts of turns/sessions/skills/memories, background jobs and RL state.
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if !asJSON {
+				disabledNote(out, h)
+			}
 			info, err := daemon.ReadInfo(h)
 			if errors.Is(err, daemon.ErrNotRunning) {
 				if asJSON {

@@ -21,8 +21,8 @@ func newMCPCmd() *cobra.Command {
 		Short: "MCP server on stdio offering MetaClaw's tools (memory, skills, status)",
 		Long: `A Model Context Protocol server on stdio for MCP clients (PicoClaw, ZeroClaw,
 CoPaw, NanoClaw, Hermes, OpenClaw). It offers the tools registered on the
-learning core (memory_search, memory_store, memory_forget, memory_status,
-skills_search, metaclaw_status, …), listed and called through the host, which
+learning core (metaclaw_memory_search, metaclaw_memory_store, metaclaw_memory_forget,
+metaclaw_memory_status, metaclaw_skills_search, metaclaw_status, …), listed and called through the host, which
 is started if it is not running. The list follows the host (tools/list_changed).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -52,10 +52,10 @@ func TestMCPServer(t *testing.T) {
 	var changed atomic.Int32
 	cs := mcpSession(t, home, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) }})
 
-	if got := toolNames(t, cs); got != "memory_search,metaclaw_status" {
+	if got := toolNames(t, cs); got != "metaclaw_memory_search,metaclaw_status" {
 		t.Fatalf("tools %q", got)
 	}
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "memory_search", Arguments: map[string]any{"query": "genmaicha"}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: core.ToolMemorySearch, Arguments: map[string]any{"query": "genmaicha"}})
 	if err != nil || res.IsError {
 		t.Fatalf("call: %v %+v", err, res)
 	}
@@ -72,14 +72,14 @@ func TestMCPServer(t *testing.T) {
 	}
 
 	// A tool registered later (memory/skills engineers' tools) shows up.
-	h.Core.RegisterTool(core.Tool{Name: "skills_search", Description: "Find skills.", InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`),
+	h.Core.RegisterTool(core.Tool{Name: core.ToolSkillsSearch, Description: "Find skills.", InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`),
 		Call: func(ctx context.Context, q core.Query, a json.RawMessage) (any, error) { return "no skills yet", nil }})
 	h.Core.RegisterTool(core.Tool{Name: "broken", Description: "fails", InputSchema: json.RawMessage(`"not a schema"`),
 		Call: func(ctx context.Context, q core.Query, a json.RawMessage) (any, error) { panic("broken tool") }})
-	if got := toolNames(t, cs); got != "broken,memory_search,metaclaw_status,skills_search" {
+	if got := toolNames(t, cs); got != "broken,metaclaw_memory_search,metaclaw_skills_search,metaclaw_status" {
 		t.Fatalf("tools after registration %q", got)
 	}
-	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "skills_search", Arguments: map[string]any{"query": "x"}})
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: core.ToolSkillsSearch, Arguments: map[string]any{"query": "x"}})
 	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "no skills yet" {
 		t.Fatalf("skills_search: %v %+v", err, res)
 	}
@@ -97,7 +97,7 @@ func TestMCPServer(t *testing.T) {
 	}
 	// The host goes away: calls fail as tool errors, the server stays up.
 	h.Stop()
-	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "memory_search", Arguments: map[string]any{"query": "x"}})
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: core.ToolMemorySearch, Arguments: map[string]any{"query": "x"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "unavailable") {
 		t.Fatalf("call without host: %v %+v", err, res)
 	}

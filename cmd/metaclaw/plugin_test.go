@@ -129,7 +129,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 	tr := filepath.Join(t.TempDir(), "t.jsonl")
 	lines := []string{
 		`{"type":"user","uuid":"u1","message":{"role":"user","content":"What do I drink in the morning?"}}`,
-		`{"type":"assistant","uuid":"a1","message":{"role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"toolu_1","name":"mcp__metaclaw__memory_search","input":{"query":"tea"}}],"usage":{"input_tokens":50,"output_tokens":7}}}`,
+		`{"type":"assistant","uuid":"a1","message":{"role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"toolu_1","name":"mcp__metaclaw__metaclaw_memory_search","input":{"query":"tea"}}],"usage":{"input_tokens":50,"output_tokens":7}}}`,
 		`{"type":"user","uuid":"u2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"genmaicha"}]}}`,
 		`{"type":"assistant","uuid":"a2","message":{"role":"assistant","model":"claude-x","content":[{"type":"text","text":"Genmaicha."}],"usage":{"input_tokens":60,"output_tokens":3}}}`,
 	}

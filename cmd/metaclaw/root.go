@@ -28,6 +28,7 @@ $METACLAW_HOME/config.yaml, secrets in $METACLAW_HOME/secrets.yaml (0600).`,
 	root.AddCommand(newRLCmd())
 	root.AddCommand(newStoreCmd())
 	root.AddCommand(newWireCmd(), newUnwireCmd(), newDoctorCmd(), newUninstallCmd())
+	root.AddCommand(newEnableCmd(), newDisableCmd())
 	return root
 }
 

@@ -131,6 +131,10 @@ func newWireCmd() *cobra.Command {
 		Long: `Point a client at MetaClaw: its LLM provider goes to the proxy with the agent
 in the URL (http://127.0.0.1:<port>/a/<agent>/v1), and with --via hooks|both the
 client's extension, hook and MCP entries are installed where it has them.
+OpenClaw's default is its plugin (--via hooks): the MetaClaw extension,
+enabled with conversation access for the chosen agents; with --via proxy
+only the chosen agents' models point at the proxy, their old model kept as
+the fallback.
 
 The exact diff of every file is printed first; nothing changes until you
 confirm (or pass --yes). Each file is backed up to
@@ -153,6 +157,9 @@ Without a client, lists what is installed and wired here.`,
 			if err != nil {
 				return err
 			}
+			if via == "" {
+				v = defaultVia(a)
+			}
 			eng, req, cfg, err := wireSetup(cmd)
 			if err != nil {
 				return err
@@ -169,7 +176,7 @@ Without a client, lists what is installed and wired here.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&agents, "agent", nil, "agent id to wire (repeat for several; default: the client's default agent)")
-	f.StringVar(&via, "via", "proxy", "integration path: proxy, hooks or both")
+	f.StringVar(&via, "via", "", "integration path: proxy, hooks or both (default: hooks, i.e. the plugin, for openclaw; proxy for the others)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the diff and commands, change nothing")
 	f.BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	f.BoolVar(&force, "force", false, "rebuild from the originals even if wired files were edited since (the edited versions are saved)")
@@ -177,6 +184,14 @@ Without a client, lists what is installed and wired here.`,
 	f.StringVar(&cfgPath, "config", "", "the client's config file or directory, when it is not where the client keeps it by default")
 	f.BoolVar(&noRestart, "no-restart", false, "do not reload or restart the client")
 	return cmd
+}
+
+// defaultVia is a client's integration path when --via is not given.
+func defaultVia(a adapters.Adapter) adapters.Via {
+	if d, ok := a.(interface{ DefaultVia() adapters.Via }); ok {
+		return d.DefaultVia()
+	}
+	return adapters.ViaProxy
 }
 
 func listClients(cmd *cobra.Command) error {
@@ -206,7 +221,7 @@ func listClients(cmd *cobra.Command) error {
 }
 
 func newUnwireCmd() *cobra.Command {
-	var dryRun, force, noRestart bool
+	var dryRun, force, noRestart, yes bool
 	cmd := &cobra.Command{
 		Use:   "unwire <client>",
 		Short: "Restore a wired client's files exactly as they were before wiring",
@@ -227,9 +242,15 @@ directory first.`,
 				return err
 			}
 			eng := &adapters.Engine{Env: newEnv(h), Out: cmd.OutOrStdout(), Version: version.Version}
+			if !yes && !dryRun && isTerminal(cmd.InOrStdin()) {
+				if !adapters.PromptConfirm(cmd.InOrStdin(), cmd.OutOrStdout())(fmt.Sprintf("Restore %s's files as they were before wiring?", a.Name())) {
+					return errors.New("not unwired (confirm, or pass --yes)")
+				}
+			}
 			return eng.Unwire(context.Background(), a, adapters.UnwireOptions{DryRun: dryRun, Force: force, NoRestart: noRestart})
 		},
 	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (it is asked only on a terminal)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be restored, change nothing")
 	cmd.Flags().BoolVar(&force, "force", false, "restore even files changed since wiring (their current versions are saved first)")
 	cmd.Flags().BoolVar(&noRestart, "no-restart", false, "do not reload or restart the client")
@@ -265,6 +286,9 @@ check fails.`,
 			h, err := home()
 			if err != nil {
 				return err
+			}
+			if !asJSON {
+				disabledNote(cmd.OutOrStdout(), h)
 			}
 			probe := newSocketProbe(h)
 			defer probe.Close()

@@ -16,7 +16,8 @@ import (
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
-const fixtures = "/work/shared/fixtures"
+// fixtures are real client configs in the repository (testdata/SOURCES.md).
+var fixtures = filepath.Join("..", "..", "testdata")
 
 // wireWorld is a temp HOME and METACLAW_HOME with fake client binaries on
 // PATH that append their argv to calls.log.
@@ -26,6 +27,7 @@ type wireWorld struct {
 	mc     string
 	calls  string
 	binDir string
+	bin    string // what METACLAW_BIN names: a fake metaclaw executable
 }
 
 func newWireWorld(t *testing.T, fakes ...string) *wireWorld {
@@ -46,7 +48,12 @@ func newWireWorld(t *testing.T, fakes ...string) *wireWorld {
 	t.Setenv("HOME", w.home)
 	t.Setenv("METACLAW_HOME", w.mc)
 	t.Setenv("PATH", w.binDir+":/usr/bin:/bin")
-	t.Setenv("METACLAW_BIN", "/opt/metaclaw/bin/metaclaw")
+	w.bin = filepath.Join(root, "opt", "metaclaw", "bin", "metaclaw")
+	os.MkdirAll(filepath.Dir(w.bin), 0o755)
+	if err := os.WriteFile(w.bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("METACLAW_BIN", w.bin)
 	for _, k := range []string{"OPENCLAW_STATE_DIR", "OPENCLAW_CONFIG_PATH", "PICOCLAW_HOME", "PICOCLAW_CONFIG", "HERMES_HOME",
 		"METACLAW_PROXY_PORT", "METACLAW_PROXY_HOST", "METACLAW_PROXY_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"} {
 		t.Setenv(k, "")
@@ -58,7 +65,7 @@ func (w *wireWorld) copy(src, dst string) string {
 	w.t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtures, src))
 	if err != nil {
-		w.t.Skipf("fixture: %v", err)
+		w.t.Fatalf("fixture missing from the repository: %v", err)
 	}
 	p := filepath.Join(w.home, dst)
 	os.MkdirAll(filepath.Dir(p), 0o755)
@@ -129,7 +136,7 @@ func TestCLIWireOpenClawConfirmDoctorUnwire(t *testing.T) {
 	if b, _ := os.ReadFile(cfg); !strings.Contains(string(b), `"apiKey": "`+key+`"`) || strings.Contains(string(b), "metaclaw-local") || strings.Contains(out, key) {
 		t.Fatalf("wired config does not carry the proxy key (or the output shows it):\n%s\n%s", b, out)
 	}
-	if l, err := os.Readlink(filepath.Join(w.home, ".openclaw/extensions/metaclaw/bin/metaclaw")); err != nil || l != "/opt/metaclaw/bin/metaclaw" {
+	if l, err := os.Readlink(filepath.Join(w.home, ".openclaw/extensions/metaclaw/bin/metaclaw")); err != nil || l != w.bin {
 		t.Fatalf("bin link %q %v", l, err)
 	}
 
@@ -293,5 +300,64 @@ func TestCLIUninstall(t *testing.T) {
 	}
 	if _, err := os.Stat(w.mc); !os.IsNotExist(err) {
 		t.Fatal("METACLAW_HOME not purged")
+	}
+}
+
+// TestCLIWireOpenClawDefaultIsThePlugin: without --via, `wire openclaw`
+// installs the extension (no proxy provider, no allowlist); `unwire --yes`
+// restores; `disable`/`enable` flip the pass-through switch that status
+// and doctor report.
+func TestCLIWireOpenClawDefaultIsThePlugin(t *testing.T) {
+	w := newWireWorld(t, "openclaw")
+	cfg := w.copy("openclaw-2026.9.6/config/onboarded.json", ".openclaw/openclaw.json")
+	orig, _ := os.ReadFile(cfg)
+	out, err := w.run("", "wire", "openclaw", "--yes")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	wired, _ := os.ReadFile(cfg)
+	if !strings.Contains(out, "via hooks") || strings.Contains(string(wired), "metaclaw-main") || strings.Contains(string(wired), `"allow"`) ||
+		!strings.Contains(string(wired), `"allowConversationAccess": true`) {
+		t.Fatalf("default wiring:\n%s\n%s", out, wired)
+	}
+	if _, err := os.Stat(filepath.Join(w.home, ".openclaw/extensions/metaclaw/index.mjs")); err != nil {
+		t.Fatal(err)
+	}
+	// After `metaclaw stop` the user is told that the plugin starts the host
+	// again, and how to keep MetaClaw off; not once it is disabled.
+	var note bytes.Buffer
+	restartNote(&note, w.mc)
+	if !strings.Contains(note.String(), "the openclaw plugin starts the host again on its next turn; to keep MetaClaw off, run `metaclaw disable`") {
+		t.Fatalf("stop's note: %q", note.String())
+	}
+	out, err = w.run("", "disable")
+	if err != nil || !strings.Contains(out, "metaclaw disabled") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	note.Reset()
+	if restartNote(&note, w.mc); note.Len() != 0 {
+		t.Fatalf("stop's note while disabled: %q", note.String())
+	}
+	out, _ = w.run("", "status")
+	if !strings.Contains(out, "metaclaw is DISABLED since") {
+		t.Fatalf("status does not say disabled:\n%s", out)
+	}
+	out, _ = w.run("", "doctor", "openclaw")
+	if !strings.Contains(out, "metaclaw is DISABLED since") {
+		t.Fatalf("doctor does not say disabled:\n%s", out)
+	}
+	out, err = w.run("", "enable")
+	if err != nil || !strings.Contains(out, "metaclaw enabled") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(w.mc, "disabled")); !os.IsNotExist(err) {
+		t.Fatal("enable left the switch")
+	}
+	out, err = w.run("", "unwire", "openclaw", "--yes")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(cfg); !bytes.Equal(b, orig) {
+		t.Fatal("unwire is not byte-identical")
 	}
 }

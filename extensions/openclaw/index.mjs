@@ -9,11 +9,15 @@
 //   2. forwards hook payloads to it as newline-delimited JSON-RPC 2.0
 //      (`openclaw.<hook>` methods with {event, ctx}) and returns what it
 //      answers (before_prompt_build → {appendSystemContext});
-//   3. offers MetaClaw's tools (tools.list / tools.call).
+//   3. offers MetaClaw's tools (tools.list / tools.call) to the agents it
+//      serves (config.agents), under names no bundled plugin uses;
+//   4. says so, once per process, when OpenClaw withholds the conversation
+//      hooks (hooks.allowConversationAccess) or no metaclaw binary is found.
 // Every call has a deadline; on any failure the turn proceeds untouched
 // (fail open). The child spools what it could not deliver.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -28,17 +32,17 @@ const RESPAWN_BACKOFF_MS = 5000;
 // openclaw.plugin.json). Which of them exist is decided by the host at run
 // time (tools.list); the fallback descriptions are used until it answers.
 const CONTRACT_TOOLS = {
-  memory_search: "Search MetaClaw's long-term memory of this user for facts, preferences and past events.",
-  memory_store: "Store a fact or preference in MetaClaw's long-term memory.",
-  memory_forget: "Forget a memory in MetaClaw's long-term memory.",
-  memory_status: "Show what MetaClaw's long-term memory holds.",
-  skills_search: "Search MetaClaw's skill library for how-to knowledge relevant to a task.",
+  metaclaw_memory_search: "Search MetaClaw's long-term memory of this user for facts, preferences and past events.",
+  metaclaw_memory_store: "Store a fact or preference in MetaClaw's long-term memory.",
+  metaclaw_memory_forget: "Forget a memory in MetaClaw's long-term memory.",
+  metaclaw_memory_status: "Show what MetaClaw's long-term memory holds.",
+  metaclaw_skills_search: "Search MetaClaw's skill library for how-to knowledge relevant to a task.",
   metaclaw_status: "Show MetaClaw's status: whether the learning host runs, what it has recorded and learned.",
 };
 
 function state() {
   if (!globalThis[GLOBAL]) {
-    globalThis[GLOBAL] = { bridge: null, once: new Map(), tools: null, toolsAt: 0, toolsCacheRead: false };
+    globalThis[GLOBAL] = { bridge: null, once: new Map(), tools: null, toolsAt: 0, toolsCacheRead: false, warned: new Set() };
   }
   return globalThis[GLOBAL];
 }
@@ -125,15 +129,11 @@ class Bridge {
   }
 
   binary() {
-    const root = this.opts.rootDir || HERE;
-    if (this.opts.binary) return path.resolve(root, this.opts.binary);
-    const local = path.join(root, "bin", "metaclaw");
-    try {
-      fs.accessSync(local, fs.constants.X_OK);
-      return local;
-    } catch {
-      return "metaclaw";
+    if (this.bin === undefined) {
+      this.bin = findBinary(this.opts);
+      if (!this.bin) warnOnce("binary", this.opts.logger, NO_BINARY);
     }
+    return this.bin;
   }
 
   ensure() {
@@ -143,11 +143,19 @@ class Bridge {
     }
     if (this.child) return true;
     if (Date.now() - this.failedAt < RESPAWN_BACKOFF_MS) return false;
+    const bin = this.binary();
+    if (!bin) {
+      // Nothing to start (the warning said where we looked); look again
+      // after the back-off, in case it was installed meanwhile.
+      this.failedAt = Date.now();
+      this.bin = undefined;
+      return false;
+    }
     const env = { ...process.env };
     if (this.opts.home) env.METACLAW_HOME = this.opts.home;
     let child;
     try {
-      child = spawn(this.binary(), ["plugin", "serve", "--client", "openclaw"], {
+      child = spawn(bin, ["plugin", "serve", "--client", "openclaw"], {
         stdio: ["pipe", "pipe", "pipe"],
         env,
         windowsHide: true,
@@ -178,6 +186,7 @@ class Bridge {
 
   fail(err) {
     this.failedAt = Date.now();
+    this.bin = undefined; // look again next time: it may have been installed since
     this.opts.logger?.warn?.(`[metaclaw] cannot start metaclaw (${err?.message || err}); turns proceed without it`);
   }
 
@@ -256,6 +265,67 @@ class Bridge {
   }
 }
 
+function executable(p) {
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function metaclawHome(opts) {
+  return opts.home || process.env.METACLAW_HOME || path.join(os.homedir(), ".metaclaw");
+}
+
+// findBinary: the configured binary, bin/metaclaw beside this file (what
+// `metaclaw wire openclaw` links), $METACLAW_BIN, PATH, ~/.local/bin (where
+// install.sh puts it; a Gateway service often runs without it on PATH), and
+// the binary install.sh recorded. A folder copied by hand has no bin/.
+function findBinary(opts) {
+  const root = opts.rootDir || HERE;
+  if (opts.binary) return path.resolve(root, opts.binary);
+  const candidates = [path.join(root, "bin", "metaclaw")];
+  if (process.env.METACLAW_BIN) candidates.push(process.env.METACLAW_BIN);
+  for (const dir of (process.env.PATH || "").split(path.delimiter)) if (dir) candidates.push(path.join(dir, "metaclaw"));
+  candidates.push(path.join(os.homedir(), ".local", "bin", "metaclaw"));
+  try {
+    const rec = JSON.parse(fs.readFileSync(path.join(metaclawHome(opts), "install.json"), "utf8"));
+    if (rec && typeof rec.binary === "string") candidates.push(rec.binary);
+  } catch {
+    // not installed by install.sh
+  }
+  return candidates.find(executable) || "";
+}
+
+const NO_BINARY =
+  "[metaclaw] no metaclaw binary found (bin/metaclaw in the plugin folder, $METACLAW_BIN, PATH, ~/.local/bin): " +
+  "turns proceed without MetaClaw. Install it (./install.sh in a MetaClaw checkout) and run `metaclaw wire openclaw`, " +
+  "or set plugins.entries.metaclaw.config.binary.";
+const NO_CONVERSATION_ACCESS =
+  "[metaclaw] OpenClaw blocks this plugin's conversation hooks, so MetaClaw neither adds context nor learns. " +
+  "Grant access with: openclaw config set plugins.entries." + PLUGIN_ID + ".hooks.allowConversationAccess true";
+
+// warnOnce logs a problem once per process (register() runs several times).
+function warnOnce(key, logger, msg) {
+  const s = state();
+  if (s.warned.has(key)) return;
+  s.warned.add(key);
+  logger?.warn?.(msg);
+}
+
+// conversationAccess reports whether OpenClaw delivers the conversation
+// hooks to this (non-bundled) plugin.
+function conversationAccess(config) {
+  return config?.plugins?.entries?.[PLUGIN_ID]?.hooks?.allowConversationAccess === true;
+}
+
+// served says whether MetaClaw serves an OpenClaw agent (config.agents).
+function served(cfg, agentId) {
+  const agents = Array.isArray(cfg.agents) ? cfg.agents : [];
+  return agents.length === 0 || agents.includes(agentId || "main");
+}
+
 function bridge(api) {
   const s = state();
   const cfg = api.pluginConfig || {};
@@ -280,8 +350,13 @@ function bridge(api) {
 // so that a new process (every `openclaw agent --local` turn is one) offers
 // the real schemas before its child has answered.
 function toolsCacheFile(opts) {
-  const home = opts.home || process.env.METACLAW_HOME || path.join(process.env.HOME || "", ".metaclaw");
-  return path.join(home, "cache", "openclaw-tools.json");
+  return path.join(metaclawHome(opts), "cache", "openclaw-tools.json");
+}
+
+// disabled reports `metaclaw disable` (the child passes everything through;
+// the tools are not offered meanwhile).
+function disabled(opts) {
+  return fs.existsSync(path.join(metaclawHome(opts), "disabled"));
 }
 
 function cachedTools(opts) {
@@ -352,6 +427,7 @@ export default {
     if (mode === "cli-metadata" || mode === "setup-only") return;
     const cfg = api.pluginConfig || {};
     const b = bridge(api);
+    if (api.config && !conversationAccess(api.config)) warnOnce("access", api.logger, NO_CONVERSATION_ACCESS);
 
     if (mode === "full" && typeof api.registerService === "function") {
       api.registerService({
@@ -401,6 +477,7 @@ export default {
       // not spawn processes); hooks and the Gateway service do.
       api.registerTool((ctx) => {
         const s = state();
+        if (!served(cfg, ctx?.agentId) || disabled(b.opts)) return [];
         if (b.child && Date.now() - s.toolsAt > 30000) refreshTools(b);
         const defs = cachedTools(b.opts) ?? names.map((name) => ({ name, description: CONTRACT_TOOLS[name] }));
         return defs.map((def) => makeTool(b, def, ctx));

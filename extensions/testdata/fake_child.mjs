@@ -15,7 +15,7 @@ rl.on("line", (line) => {
   if (mode === "crash") process.exit(3);
   let result = {};
   if (msg.method === "openclaw.before_prompt_build") result = { appendSystemContext: "<metaclaw_context>X</metaclaw_context>" };
-  if (msg.method === "tools.list") result = { tools: [{ name: "memory_search", description: "d", input_schema: { type: "object", properties: { query: { type: "string" } } } }, { name: "not_in_contract", description: "x", input_schema: { type: "object" } }] };
+  if (msg.method === "tools.list") result = { tools: [{ name: "metaclaw_memory_search", description: "d", input_schema: { type: "object", properties: { query: { type: "string" } } } }, { name: "not_in_contract", description: "x", input_schema: { type: "object" } }] };
   if (msg.method === "tools.call") result = { result: { echo: msg.params } };
   process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }) + "\n");
 });

@@ -1,16 +1,26 @@
 // Drives index.mjs like OpenClaw does (tests only): register() three times
 // in different modes, then turn hooks on a discovery registration.
+import fs from "node:fs";
+import path from "node:path";
+
 const [, , shimPath, childPath, scenario] = process.argv;
 const { default: plugin } = await import(shimPath);
-const out = {};
+const out = { warnings: [] };
 const regs = [];
+// OpenClaw's whole config: conversation access granted unless the scenario
+// is "noaccess".
+const access = scenario !== "noaccess";
+const config = { plugins: { entries: { metaclaw: { enabled: true, hooks: { allowConversationAccess: access } } } } };
 for (const mode of ["full", "discovery", "discovery"]) {
   const handlers = {};
   const api = {
     registrationMode: mode,
-    pluginConfig: { timeoutMs: 300, home: process.env.TEST_HOME },
-    rootDir: process.env.TEST_HOME,
-    logger: { debug() {}, warn() {}, info() {} },
+    config,
+    // A silent child shows the deadline. Otherwise the deadline is far away
+    // (a loaded machine), so an answer or the child's exit ends the wait.
+    pluginConfig: { timeoutMs: scenario === "silent" ? 300 : 120000, home: process.env.TEST_HOME, agents: ["main"] },
+    rootDir: process.env.TEST_ROOT,
+    logger: { debug() {}, warn(m) { out.warnings.push(m); }, info() {} },
     on: (name, fn) => { handlers[name] = fn; },
     registerService: (svc) => { out.service = svc.id; },
     registerTool: (factory, opts) => { handlers.__tools = factory; out.toolNames = opts.names; },
@@ -31,5 +41,9 @@ await regs[1].agent_end({ messages: [{ role: "user", content: "hi" }, { role: "a
 await new Promise((r) => setTimeout(r, 100));
 const tools = regs[1].__tools({ agentId: "main", sessionId: "s1" });
 out.toolsAfterChild = tools.map((t) => t.name);
+out.toolsOtherAgent = regs[1].__tools({ agentId: "coder" }).map((t) => t.name);
+fs.writeFileSync(path.join(process.env.TEST_HOME, "disabled"), "off\n");
+out.toolsDisabled = regs[1].__tools({ agentId: "main" }).map((t) => t.name);
+fs.rmSync(path.join(process.env.TEST_HOME, "disabled"));
 if (scenario === "ok") out.toolResult = await tools[0].execute("call-1", { query: "tea" });
 console.log(JSON.stringify(out));

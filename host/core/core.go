@@ -373,7 +373,17 @@ func Strip(text string) string {
 			return strings.TrimRight(text[:i], " \n")
 		}
 		end := i + j + len(EndMarker)
-		text = strings.TrimRight(text[:i], " \n") + strings.TrimLeft(text[end:], "\n")
+		// The text on either side stays apart: a block between two
+		// paragraphs must not glue their words together.
+		before, after := strings.TrimRight(text[:i], " \n"), strings.TrimLeft(text[end:], " \n")
+		switch {
+		case strings.TrimSpace(before) == "":
+			text = after
+		case strings.TrimSpace(after) == "":
+			text = before
+		default:
+			text = before + "\n\n" + after
+		}
 		if strings.TrimSpace(text) == "" {
 			return ""
 		}

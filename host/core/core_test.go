@@ -111,7 +111,8 @@ func TestStrip(t *testing.T) {
 		{"plain", "plain"},
 		{"system prompt\n\n" + block, "system prompt"},
 		{block + "\nafter", "after"},
-		{"a " + block + "\n\nb " + block, "ab"},
+		{"a " + block + "\n\nb " + block, "a\n\nb"},
+		{"[Mon 2026-11-30 03:16 UTC] " + block + "\n\nHello", "[Mon 2026-11-30 03:16 UTC]\n\nHello"},
 		{"x " + BeginMarker + " unterminated", "x"},
 		{block, ""},
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Tool is an action the layer offers to agents (memory search/store/forget,
@@ -18,6 +19,20 @@ type Tool struct {
 	// Call runs the tool. caller says on whose behalf (agent, session, scope).
 	Call func(ctx context.Context, caller Query, args json.RawMessage) (any, error) `json:"-"`
 }
+
+// The layer's tool names carry a "metaclaw_" prefix so they cannot collide
+// with a client's own tools (OpenClaw's bundled memory-core plugin owns
+// memory_search and memory_get, and OpenClaw drops a plugin tool whose name
+// is taken).
+const (
+	ToolMemorySearch = "metaclaw_memory_search"
+	ToolMemoryStore  = "metaclaw_memory_store"
+	ToolMemoryForget = "metaclaw_memory_forget"
+	ToolMemoryStatus = "metaclaw_memory_status"
+	ToolSkillsSearch = "metaclaw_skills_search"
+	ToolStatus       = "metaclaw_status"
+	toolPrefix       = "metaclaw_"
+)
 
 // RegisterTool adds a tool; a later registration with the same name replaces it.
 func (c *Core) RegisterTool(t Tool) {
@@ -50,6 +65,11 @@ func (e ErrUnknownTool) Error() string { return fmt.Sprintf("unknown tool %q", e
 func (c *Core) CallTool(ctx context.Context, name string, caller Query, args json.RawMessage) (result any, err error) {
 	c.mu.RLock()
 	t, ok := c.tools[name]
+	if !ok && !strings.HasPrefix(name, toolPrefix) {
+		// The unprefixed names of earlier versions (memory_search, …) still
+		// call the tool: clients and caches that knew them keep working.
+		t, ok = c.tools[toolPrefix+name]
+	}
 	c.mu.RUnlock()
 	if !ok {
 		return nil, ErrUnknownTool{Name: name}

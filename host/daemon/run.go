@@ -19,6 +19,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/dashboard"
 	"github.com/metaclaw-go/metaclaw/host/logging"
+	"github.com/metaclaw-go/metaclaw/host/onoff"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	rlruntime "github.com/metaclaw-go/metaclaw/host/rl/runtime"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -143,6 +144,8 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	rpcSrv := newRPCServer(cfg.Home, c, log, popts.Status, rpcStop, sched.touch)
 	popts.ResolveTrace = rpcSrv.ResolveTrace
 	popts.MainTurns = rl.Responder()
+	popts.ResolveInjected = rpcSrv.Injected
+	popts.PassThrough = onoff.NewWatcher(cfg.Home, 0).Disabled
 	px, err := proxy.New(popts)
 	if err != nil {
 		c.Close()

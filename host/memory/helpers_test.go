@@ -140,7 +140,12 @@ func (h *memHost) send(text string, o chatOpts) (string, error) {
 	msgs := []map[string]any{{"role": "system", "content": "You are a helpful assistant. Always be polite."}}
 	msgs = append(msgs, o.history...)
 	msgs = append(msgs, map[string]any{"role": "user", "content": text})
-	body, _ := json.Marshal(map[string]any{"model": "gpt-test", "messages": msgs})
+	return h.sendBody(map[string]any{"model": "gpt-test", "messages": msgs}, o)
+}
+
+// sendBody posts a whole chat request (o's history is not used).
+func (h *memHost) sendBody(b map[string]any, o chatOpts) (string, error) {
+	body, _ := json.Marshal(b)
 	path := "/v1/chat/completions"
 	if o.agent != "" {
 		path = "/a/" + o.agent + path

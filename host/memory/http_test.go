@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
+	"github.com/metaclaw-go/metaclaw/host/core"
 )
 
 type apiError struct {
@@ -170,7 +171,7 @@ func TestTools(t *testing.T) {
 	for _, tl := range h.Core.Tools() {
 		names[tl.Name] = true
 	}
-	for _, n := range []string{"memory_search", "memory_store", "memory_forget", "memory_status"} {
+	for _, n := range []string{core.ToolMemorySearch, core.ToolMemoryStore, core.ToolMemoryForget, core.ToolMemoryStatus} {
 		if !names[n] {
 			t.Fatalf("tool %s not registered: %v", n, names)
 		}

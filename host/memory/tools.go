@@ -31,11 +31,11 @@ func callerAgent(q core.Query) string {
 	return q.Agent
 }
 
-// registerTools adds memory_search, memory_store, memory_forget and
-// memory_status to the core.
+// registerTools adds metaclaw_memory_search, _store, _forget and _status
+// to the core.
 func registerTools(c *core.Core, b toolBackend) {
 	c.RegisterTool(core.Tool{
-		Name:        "memory_search",
+		Name:        core.ToolMemorySearch,
 		Description: "Search the user's long-term memory (preferences, facts, project state, past sessions). Returns the best matches with their ids.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what to look for"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10}},"required":["query"]}`),
 		Call: func(ctx context.Context, caller core.Query, args json.RawMessage) (any, error) {
@@ -60,7 +60,7 @@ func registerTools(c *core.Core, b toolBackend) {
 		},
 	})
 	c.RegisterTool(core.Tool{
-		Name:        "memory_store",
+		Name:        core.ToolMemoryStore,
 		Description: "Remember something about the user for future sessions (a preference, rule, fact or project detail). A repeat strengthens the existing memory; a changed preference replaces the old one.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"content":{"type":"string","description":"one fact, as a short sentence"},"memory_type":{"type":"string","enum":["preference","semantic","project_state","episodic"]},"tags":{"type":"array","items":{"type":"string"}},"importance":{"type":"number","minimum":0,"maximum":1}},"required":["content"]}`),
 		Call: func(ctx context.Context, caller core.Query, args json.RawMessage) (any, error) {
@@ -81,8 +81,8 @@ func registerTools(c *core.Core, b toolBackend) {
 		},
 	})
 	c.RegisterTool(core.Tool{
-		Name:        "memory_forget",
-		Description: "Forget a memory for good, by the id memory_search returned.",
+		Name:        core.ToolMemoryForget,
+		Description: "Forget a memory for good, by the id metaclaw_memory_search returned.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"memory_id":{"type":"string"}},"required":["memory_id"]}`),
 		Call: func(ctx context.Context, caller core.Query, args json.RawMessage) (any, error) {
 			var a struct {
@@ -98,7 +98,7 @@ func registerTools(c *core.Core, b toolBackend) {
 		},
 	})
 	c.RegisterTool(core.Tool{
-		Name:        "memory_status",
+		Name:        core.ToolMemoryStatus,
 		Description: "How many memories MetaClaw holds and how many recorded turns wait to be learned from.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
 		Call: func(ctx context.Context, _ core.Query, _ json.RawMessage) (any, error) {

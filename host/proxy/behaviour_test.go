@@ -461,10 +461,10 @@ func TestUpstreamCredentials(t *testing.T) {
 // requests through the proxy: each is accepted, injected once into the
 // system prompt, and otherwise forwarded unchanged.
 func TestOpenClawCapturedRequests(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "openclaw-2026.9.6", "requests")
+	dir := filepath.Join("..", "..", "testdata", "openclaw-2026.9.6", "requests")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.request.json"))
-	if len(files) == 0 {
-		t.Skip("fixtures not present beside the repo (../shared/fixtures)")
+	if len(files) < 5 {
+		t.Fatalf("captured OpenClaw requests missing from %s (testdata/SOURCES.md)", dir)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -511,10 +511,15 @@ func TestOpenClawCapturedRequests(t *testing.T) {
 			if strings.Count(sys, core.BeginMarker) != 1 {
 				t.Fatalf("injected %d times", strings.Count(sys, core.BeginMarker))
 			}
+			// The context query is the user's words only: no timestamp,
+			// Runtime line or internal context (they would choose the skills).
 			q := h.provider.last()
+			if len(q.UserTexts) == 0 {
+				t.Fatal("no user text in the context query")
+			}
 			for _, u := range q.UserTexts {
-				if strings.Contains(u, "OPENCLAW_INTERNAL_CONTEXT") {
-					t.Fatalf("internal context used as query: %q", u)
+				if strings.Contains(u, "OPENCLAW_INTERNAL_CONTEXT") || strings.Contains(u, "Runtime:") || strings.Contains(u, "UTC]") {
+					t.Fatalf("envelope used as query: %q", u)
 				}
 			}
 		})

@@ -31,6 +31,8 @@ type turn struct {
 	observed  bool
 	ctx       context.Context // the request's
 	sentKey   string          // the key sent upstream: never echoed back (scrub.go)
+	// passThrough: MetaClaw is switched off; nothing is injected or recorded.
+	passThrough bool
 }
 
 func (s *Server) chat(api wire.API) http.HandlerFunc {
@@ -72,11 +74,16 @@ func (s *Server) chat(api wire.API) http.HandlerFunc {
 		}
 		defer s.finish(t)
 
-		if t.id.turnType == core.TurnMain && !t.req.alreadyInjected() {
+		t.passThrough = s.o.PassThrough != nil && s.o.PassThrough()
+		if t.passThrough {
+			// `metaclaw disable`: forward as is.
+		} else if t.id.turnType == core.TurnMain && !t.req.alreadyInjected() {
 			t.inj = s.o.Core.Context(r.Context(), core.Query{
 				Agent: t.id.agent, SessionID: t.id.session, Scope: t.id.scope, UserTexts: t.req.recentUserTexts(3),
 			})
 			t.req.inject(t.inj.Block)
+		} else if t.id.turnType == core.TurnMain {
+			s.hookInjection(r, t)
 		}
 		t.req.truncate(s.o.MaxContextTokens, s.counter)
 		if s.o.Model != "" && t.req.model != s.o.Model {
@@ -413,6 +420,9 @@ func (s *Server) observe(ctx context.Context, t *turn) {
 		return
 	}
 	t.observed = true
+	if t.passThrough {
+		return
+	}
 	s.scrubTurn(t)
 	t.rec.LatencyMS = time.Since(t.start).Milliseconds()
 	t.rec.TTFBMS = t.ttfb.Milliseconds()
@@ -442,7 +452,7 @@ func (s *Server) finish(t *turn) {
 	ev.Str("agent", t.id.agent).Str("session", t.id.session).Str("turn", t.id.turnType).
 		Str("client", string(t.clientAPI)).Bool("stream", t.req.stream).Int("status", t.rec.Status).
 		Int64("ms", t.rec.LatencyMS).Int("injected_tokens", t.inj.Tokens).Str("error", t.rec.Error).Msg("turn")
-	if t.id.sessionDone {
+	if t.id.sessionDone && !t.passThrough {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

@@ -86,6 +86,13 @@ type Options struct {
 	// MainTurns, when set, answers main turns instead of the upstream (RL
 	// serving from the user's policy model); see MainTurnResponder.
 	MainTurns MainTurnResponder
+	// ResolveInjected returns the ids and tokens a hook injected, by trace
+	// id or block key (core.BlockKey): a request that already carries the
+	// block is recorded with them (--via both records one turn, complete).
+	ResolveInjected func(key string) (ids []string, tokens int, ok bool)
+	// PassThrough reports `metaclaw disable`: requests are then forwarded
+	// without injection and nothing is recorded.
+	PassThrough func() bool
 }
 
 // DefaultMaxAnswerBytes is proxy.max_answer_mb's default.

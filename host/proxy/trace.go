@@ -67,3 +67,25 @@ func (s *Server) applyBlock(r *http.Request, req *request, id *identity) {
 		id.turnType = core.TurnSide
 	}
 }
+
+// hookInjection records, with a request that already carries the block, the
+// ids and tokens of what the hook injected (found by trace id, else by the
+// block's key), so the turn's record says what was in it.
+func (s *Server) hookInjection(r *http.Request, t *turn) {
+	if s.o.ResolveInjected == nil {
+		return
+	}
+	keys := []string{traceID(r.Header.Get("traceparent"))}
+	if b := t.req.injectedBlock(); b != "" {
+		keys = append(keys, core.BlockKey(b))
+	}
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		if ids, tokens, ok := s.o.ResolveInjected(k); ok {
+			t.inj.IDs, t.inj.Tokens = ids, tokens
+			return
+		}
+	}
+}

@@ -174,11 +174,17 @@ func (s *Server) handleContext(ctx context.Context, raw json.RawMessage) (any, e
 	if inj.IDs != nil {
 		res.IDs = inj.IDs
 	}
+	info := TraceInfo{Agent: agent, Session: p.Session, TurnType: tt, Client: p.Client, InjectedIDs: res.IDs, InjectedTokens: res.Tokens}
+	if p.TraceID != "" && inj.Block != "" {
+		// The proxy records the turn (--via both): it files the ids and
+		// tokens of what this hook injected.
+		s.traces.register(p.TraceID, info, s.o.TraceTTL)
+	}
 	if inj.Block != "" && p.Session != "" {
 		// Clients without trace ids (Claude Code): the block itself links the
 		// proxied request to this hook's identity.
 		key := core.BlockKey(inj.Block)
-		s.traces.register(key, TraceInfo{Agent: agent, Session: p.Session, TurnType: tt, Client: p.Client}, s.o.TraceTTL)
+		s.traces.register(key, info, s.o.TraceTTL)
 		s.blocks.put(promptKey(agent, p.Session), key)
 	}
 	return res, nil
@@ -460,7 +466,7 @@ func (s *Server) handleToolsCall(ctx context.Context, raw json.RawMessage) (any,
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: arguments must be an object")
 	}
 	q := core.Query{Agent: agent, SessionID: p.Session, Scope: scopeOf(p.Identity)}
-	result, err := s.o.Core.CallTool(ctx, p.Name, q, json.RawMessage(args))
+	result, err := s.o.Core.CallTool(ctx, p.Name, q, transcript.CleanToolArgs(args))
 	if err != nil {
 		var unknown core.ErrUnknownTool
 		if errors.As(err, &unknown) {

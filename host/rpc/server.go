@@ -74,7 +74,7 @@ type Server struct {
 }
 
 // StatusToolName is the one tool this package registers on the core.
-const StatusToolName = "metaclaw_status"
+const StatusToolName = core.ToolStatus
 
 // New builds the server and registers the metaclaw_status tool on the core.
 func New(o Options) *Server {
@@ -238,6 +238,21 @@ func (s *Server) ResolveTrace(traceID string) (agent, session, turnType string, 
 	}
 	info, ok := s.traces.resolve(traceID)
 	return info.Agent, info.Session, info.TurnType, ok
+}
+
+// Injected is what a hook injected for a trace id or block key (see
+// core.BlockKey): the proxy records it with a turn that arrives already
+// carrying the block, so a turn seen by both paths is recorded once with
+// everything.
+func (s *Server) Injected(key string) (ids []string, tokens int, ok bool) {
+	if !validTraceID(key) {
+		return nil, 0, false
+	}
+	info, ok := s.traces.lookup(key)
+	if !ok || (len(info.InjectedIDs) == 0 && info.InjectedTokens == 0) {
+		return nil, 0, false
+	}
+	return append([]string(nil), info.InjectedIDs...), info.InjectedTokens, true
 }
 
 func (s *Server) registerStatusTool() {

@@ -12,6 +12,10 @@ type TraceInfo struct {
 	Session  string
 	TurnType string
 	Client   string
+	// What the hook's context call injected, for the proxy to record with
+	// the turn when it sees the block already in the request.
+	InjectedIDs    []string
+	InjectedTokens int
 }
 
 type traceEntry struct {
@@ -62,6 +66,17 @@ func (t *traceTable) resolve(id string) (TraceInfo, bool) {
 	}
 	e.proxied = true
 	return e.info, e.registered
+}
+
+// lookup returns what a hook registered, without marking the trace proxied.
+func (t *traceTable) lookup(id string) (TraceInfo, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.get(id, t.clock())
+	if e == nil || !e.registered {
+		return TraceInfo{}, false
+	}
+	return e.info, true
 }
 
 func (t *traceTable) proxied(id string) bool {

@@ -86,7 +86,7 @@ var instructionPatterns = []pattern{
 	{RuleOverrides, regexp.MustCompile(`(?i)\b(ignore|disregard|override)\s+(the\s+)?user\b`)},
 	{RuleOverrides, regexp.MustCompile(`(?i)\b(new|updated|real)\s+system\s+prompt\b|\byou\s+are\s+now\s+(in\s+)?(dan|developer mode|jailbroken|unrestricted)|\bjailbreak`)},
 	{RuleOverrides, regexp.MustCompile(`(?i)\b(your|the)\s+(real|true|actual|new)\s+(instructions|orders|task)\s+(are|is)\b|\bpretend\s+(that\s+)?(you\s+have|there\s+are)\s+no\s+(rules|restrictions|limits)`)},
-	{RuleDeceives, regexp.MustCompile(`(?i)\b(do\s*n[o']t|never|without)\s+(tell|telling|inform|informing|notify|notifying|asking|ask)(ing)?\s+(the\s+)?user\b|\b(hide|conceal)\s+(this|it|that)\s+from\s+(the\s+)?user`)},
+	{RuleDeceives, regexp.MustCompile(`(?i)\b(do\s*n[o']t|never)\s+(tell|telling|inform|informing|notify|notifying|asking|ask)(ing)?\s+(the\s+)?user\b|\b(hide|conceal)\s+(this|it|that)\s+from\s+(the\s+)?user`)},
 	{RuleExfiltrates, regexp.MustCompile(`(?i)\bexfiltrat`)},
 	{RuleExfiltrates, regexp.MustCompile(`(?i)\b(send|upload|post|forward|email|transmit|copy|leak)\b[^\n]{0,80}?\b(credentials?|secrets?|api[ _-]?keys?|tokens?|passwords?|private keys?|ssh keys?|\.env|env(ironment)? vars?|conversation|chat history|inbox|cookies|session)\b[^\n]{0,40}?\b(to|at)\s+(https?://|[a-z0-9-]+\.[a-z]{2,}|\S+@)`)},
 	{RuleDisables, regexp.MustCompile(`(?i)\b(disable|turn\s+off|bypass|skip|deactivate|circumvent|remove)\b[^.\n]{0,30}\b(safety|sandbox(ing)?|guardrails?|security (checks?|settings?)|approvals?|confirmations?|permission (checks?|prompts?)|content filters?)\b`)},
@@ -105,6 +105,21 @@ var revealSecret = regexp.MustCompile(`(?i)\b(?:(?:append|include|add|attach|pri
 // negation before an instruction turns it into a safety rule ("never show
 // my password"), which is fine to keep.
 var negation = regexp.MustCompile(`(?i)\b(never|not|no|don'?t|doesn'?t|won'?t|without|avoid|refuse\s+to|stop|nor)\b[^.\n]{0,25}$`)
+
+var withoutTelling = regexp.MustCompile(`(?i)\bwithout\s+(telling|informing|notifying|asking)\s+(the\s+)?user\b`)
+
+// negatedSentence: a sentence so far that forbids what follows ("never
+// run X without …", "don't delete anything without …").
+var negatedSentence = regexp.MustCompile(`(?i)\b(never|don'?t|do\s+not|must\s+not|mustn'?t|should\s+not|shouldn'?t|no\s+one\s+may)\b`)
+
+// sentenceBefore is the text of the sentence that ends at i.
+func sentenceBefore(text string, i int) string {
+	s := text[:i]
+	if j := strings.LastIndexAny(s, ".!?\n"); j >= 0 {
+		s = s[j+1:]
+	}
+	return s
+}
 
 // sendToURL: any instruction to send something to a web address.
 var sendToURL = regexp.MustCompile(`(?i)\b(send|upload|post|put|forward|transmit|submit|beacon|report|pipe|sync|mirror|copy|leak|email|mail|exfiltrate|push)\b[^\n]{0,120}?\b(to|at|into|onto)\s+(https?|ftp|wss?)://\S+`)
@@ -182,6 +197,15 @@ func (fs *findings) instructions(text string) {
 	for _, p := range instructionPatterns {
 		if m := p.re.FindString(text); m != "" {
 			fs.add(p.rule, fmt.Sprintf("%q", clip(m, 80)))
+		}
+	}
+	// "without asking the user" deceives unless the sentence forbids what
+	// comes before it: "never run rm -rf without asking the user first" is
+	// a rule that protects the user.
+	for _, loc := range withoutTelling.FindAllStringIndex(text, -1) {
+		if !negatedSentence.MatchString(sentenceBefore(text, loc[0])) {
+			fs.add(RuleDeceives, fmt.Sprintf("%q", clip(text[loc[0]:loc[1]], 80)))
+			break
 		}
 	}
 	for _, loc := range revealSecret.FindAllStringIndex(text, -1) {

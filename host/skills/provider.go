@@ -26,7 +26,12 @@ type ProviderOptions struct {
 	// (weak matches cost tokens and distract). Default DefaultMinRelative;
 	// negative disables.
 	MinRelative float64
-	Log         zerolog.Logger
+	// Floor keeps skills out of turns the library knows nothing about
+	// (greetings, small talk, unrelated questions): nil means DefaultFloor;
+	// NoFloor injects for every turn with any match.
+	Floor   *RelevanceFloor
+	NoFloor bool
+	Log     zerolog.Logger
 }
 
 // DefaultMinRelative is the relevance cut used when none is configured.
@@ -62,6 +67,13 @@ func NewProvider(lib *Library, o ProviderOptions) *Provider {
 	if o.Mode == "" {
 		o.Mode = ModeKeyword
 	}
+	if o.Floor == nil && !o.NoFloor {
+		f := DefaultFloor
+		o.Floor = &f
+	}
+	if o.NoFloor {
+		o.Floor = nil
+	}
 	return &Provider{lib: lib, o: o, qv: newQueryVecs(), preT: tokens.Count(preamble + "\n\n")}
 }
 
@@ -81,7 +93,7 @@ func (p *Provider) Context(ctx context.Context, q core.Query) (core.Section, err
 	}
 	hits, err := p.lib.search(ctx, SearchOptions{
 		Texts: q.UserTexts, Agent: agentOf(q.Agent), Limit: p.o.TopK, Mode: p.o.Mode,
-		Embedder: p.o.Embedder, MinRelative: p.o.MinRelative,
+		Embedder: p.o.Embedder, MinRelative: p.o.MinRelative, Floor: p.o.Floor,
 	}, p.qv)
 	var semErr *SemanticError
 	if errors.As(err, &semErr) {
@@ -116,7 +128,7 @@ func (p *Provider) warnSemantic(err error) {
 func (p *Provider) Select(ctx context.Context, q core.Query) ([]Hit, error) {
 	hits, err := p.lib.search(ctx, SearchOptions{
 		Texts: q.UserTexts, Agent: agentOf(q.Agent), Limit: p.o.TopK, Mode: p.o.Mode,
-		Embedder: p.o.Embedder, MinRelative: p.o.MinRelative,
+		Embedder: p.o.Embedder, MinRelative: p.o.MinRelative, Floor: p.o.Floor,
 	}, p.qv)
 	out := make([]Hit, len(hits))
 	for i, h := range hits {

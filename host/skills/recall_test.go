@@ -123,3 +123,64 @@ func TestRecallAt6(t *testing.T) {
 		}
 	}
 }
+
+// TestRelevanceFloor: the floor keeps skills out of greetings, small talk,
+// personal facts and unrelated questions (testdata/offtopic.jsonl: no skill
+// on at least 90% of them) without costing recall on the labelled turns.
+func TestRelevanceFloor(t *testing.T) {
+	lib, _ := bankLib(t)
+	off := loadLabelled(t, "testdata/offtopic.jsonl")
+	if len(off) < 60 {
+		t.Fatalf("only %d off-topic turns", len(off))
+	}
+	with := NewProvider(lib, ProviderOptions{TopK: 6, MaxTokens: 1500})
+	without := NewProvider(lib, ProviderOptions{TopK: 6, MaxTokens: 1500, NoFloor: true})
+	count := func(p *Provider) (turns, skills int) {
+		for _, c := range off {
+			hits, err := p.Select(context.Background(), core.Query{Agent: "main", UserTexts: c.Texts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) > 0 {
+				turns++
+				skills += len(hits)
+			}
+		}
+		return turns, skills
+	}
+	gotT, gotS := count(with)
+	wasT, wasS := count(without)
+	t.Logf("off-topic turns that get a skill: %d of %d with the floor (%d skills), %d (%d skills) without",
+		gotT, len(off), gotS, wasT, wasS)
+	if float64(len(off)-gotT) < 0.9*float64(len(off)) {
+		t.Errorf("%d of %d off-topic turns get a skill; want none on at least 90%%", gotT, len(off))
+	}
+	for _, file := range []string{"testdata/retrieval.jsonl", "testdata/retrieval_holdout.jsonl"} {
+		cases := loadLabelled(t, file)
+		a := evalRecall(t, lib, cases, ProviderOptions{TopK: 6, MaxTokens: 1500})
+		b := evalRecall(t, lib, cases, ProviderOptions{TopK: 6, MaxTokens: 1500, NoFloor: true})
+		t.Logf("%s: recall@6 %.3f with the floor, %.3f without", file, a.recall, b.recall)
+		if a.recall < b.recall {
+			t.Errorf("%s: the floor costs recall (%.3f < %.3f): %v", file, a.recall, b.recall, a.misses)
+		}
+	}
+	// The turns of the OpenClaw issue: a durable rule and a greeting get no
+	// skill, a destructive command still gets its safety skill.
+	for text, want := range map[string]string{
+		"From now on always answer in British English.": "",
+		"hi, how are you?":                          "",
+		"Never run rm -rf without asking me first.": "destructive-operations-safety",
+	} {
+		hits, _ := with.Select(context.Background(), core.Query{Agent: "main", UserTexts: []string{text}})
+		var names []string
+		for _, h := range hits {
+			names = append(names, h.Skill.Name)
+		}
+		if want == "" && len(names) > 0 {
+			t.Errorf("%q got skills %v", text, names)
+		}
+		if want != "" && !slices.Contains(names, want) {
+			t.Errorf("%q: %v lacks %s", text, names, want)
+		}
+	}
+}

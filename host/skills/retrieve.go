@@ -56,7 +56,32 @@ type SearchOptions struct {
 	Embedder embed.Embedder
 	// MinRelative drops hits scoring below this fraction of the best one.
 	MinRelative float64
+	// Floor, when set, returns no hit at all for a turn that is not about
+	// anything the library knows (keyword mode).
+	Floor *RelevanceFloor
 }
+
+// RelevanceFloor decides whether a turn is about anything the library
+// covers, so that a greeting or an unrelated turn gets no skill. A turn
+// passes when one of its hits scores Strong (BM25, higher is better), or a
+// hit that matches at least two distinct query terms scores Pair, or the
+// library knows at least Coverage of the turn's query terms (a question in
+// the library's vocabulary, however short). Measured on testdata/: the
+// 60 off-topic turns of offtopic.jsonl and the 128 labelled ones of
+// retrieval*.jsonl (see TestRelevanceFloor).
+type RelevanceFloor struct {
+	Strong   float64
+	Pair     float64
+	Coverage float64
+}
+
+// minFloorSkills: below this many skills BM25's document frequencies say
+// little (one skill makes every term's IDF zero), so small libraries inject
+// on any match, as before.
+const minFloorSkills = 8
+
+// DefaultFloor is the floor injection uses unless configured otherwise.
+var DefaultFloor = RelevanceFloor{Strong: 6, Pair: 5, Coverage: 0.7}
 
 // Hit is one search result.
 type Hit struct {
@@ -336,6 +361,46 @@ func (l *Library) keywordHitsQuery(ctx context.Context, snap *snapshot, terms []
 	return out, rows.Err()
 }
 
+// relevant applies the floor to a turn's keyword hits.
+func (l *Library) relevant(ctx context.Context, snap *snapshot, terms []string, hits []hit, f RelevanceFloor) (bool, error) {
+	for _, h := range hits {
+		if h.keyword >= f.Strong {
+			return true, nil
+		}
+	}
+	matched := make(map[int32]int, len(hits))
+	for _, h := range hits {
+		matched[snap.index[h.e.skill.Name]] = 0
+	}
+	known := 0
+	for _, t := range terms {
+		ps, ok := snap.kwPostings(t)
+		if !ok {
+			var err error
+			if ps, err = l.termPostings(ctx, snap, t); err != nil {
+				return false, err
+			}
+		}
+		if len(ps) > 0 {
+			known++
+		}
+		for _, p := range ps {
+			if n, hit := matched[p.idx]; hit {
+				matched[p.idx] = n + 1
+			}
+		}
+	}
+	if len(terms) > 0 && float64(known) >= f.Coverage*float64(len(terms)) {
+		return true, nil
+	}
+	for _, h := range hits {
+		if matched[snap.index[h.e.skill.Name]] >= 2 && h.keyword >= f.Pair {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // warmTerm asks the background worker to cache a term's postings.
 func (l *Library) warmTerm(term string) {
 	if l.closed.Load() || l.noWarm {
@@ -432,11 +497,21 @@ func (l *Library) search(ctx context.Context, o SearchOptions, qv *queryVecs) ([
 	}
 	var hits []hit
 	if mode != ModeEmbedding {
-		kw, err := l.keywordHits(ctx, snap, snap.queryTerms(o.Texts), usable, pool)
+		terms := snap.queryTerms(o.Texts)
+		kw, err := l.keywordHits(ctx, snap, terms, usable, pool)
 		if err != nil {
 			return nil, err
 		}
 		hits = kw
+		if o.Floor != nil && mode == ModeKeyword && len(hits) > 0 && len(snap.sorted) >= minFloorSkills {
+			ok, err := l.relevant(ctx, snap, terms, hits, *o.Floor)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, nil
+			}
+		}
 	}
 	if mode != ModeKeyword {
 		sem := semanticHits(snap, qvec, usable, pool)

@@ -10,11 +10,11 @@ import (
 )
 
 // RegisterTools offers the library to agents through the core's tool
-// registry (OpenClaw's tools, MCP): skills_search returns the skills that
+// registry (OpenClaw's tools, MCP): metaclaw_skills_search returns the skills that
 // match a task, scoped to the calling agent, with their procedures.
 func RegisterTools(c *core.Core, lib *Library, p *Provider) {
 	c.RegisterTool(core.Tool{
-		Name:        "skills_search",
+		Name:        core.ToolSkillsSearch,
 		Description: "Find the user's skills (step-by-step procedures MetaClaw learned or installed) relevant to a task. Returns name, description and body of the best matches.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what you are trying to do"},"limit":{"type":"integer","minimum":1,"maximum":10,"default":3}},"required":["query"],"additionalProperties":false}`),
 		Call: func(ctx context.Context, caller core.Query, args json.RawMessage) (any, error) {

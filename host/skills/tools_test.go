@@ -16,7 +16,7 @@ func TestSkillsSearchTool(t *testing.T) {
 	c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
 	defer c.Close()
 	RegisterTools(c, lib, nil)
-	res, err := c.CallTool(context.Background(), "skills_search", core.Query{Agent: "main"}, json.RawMessage(`{"query":"my test fails only sometimes in CI, flaky","limit":3}`))
+	res, err := c.CallTool(context.Background(), core.ToolSkillsSearch, core.Query{Agent: "main"}, json.RawMessage(`{"query":"my test fails only sometimes in CI, flaky","limit":3}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,30 +34,13 @@ type Exchange struct {
 // <<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> … <<<END_OPENCLAW_INTERNAL_CONTEXT>>>.
 var internalContext = regexp.MustCompile(`(?s)<<<BEGIN_[A-Z_]*INTERNAL_CONTEXT>>>.*?(<<<END_[A-Z_]*INTERNAL_CONTEXT>>>|$)`)
 
-// OpenClaw's envelope around what the user typed (live captures of
-// 2026.9.6): a "[Mon 2026-11-30 03:16 UTC] " prefix on every user message
-// and, on a session's first, a "Runtime: agent=… | session=… | …"
-// paragraph. Left in, the date reads as a fact of the message and the
-// runtime line's words (host, repo, model) as its topic.
-var (
-	clientStamp = regexp.MustCompile(`^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]\n]{0,40}\] `)
-	runtimeLine = regexp.MustCompile(`(?m)^Runtime: agent=[^\n|]*\|[^\n]*$`)
-)
-
-// Clean removes injected blocks, agent-internal context and the client's
-// envelope from text.
+// Clean returns what the user wrote: without MetaClaw's injected blocks,
+// agent-internal context and the client's envelope (StripEnvelope).
 func Clean(text string) string {
 	if strings.Contains(text, "<<<BEGIN_") {
 		text = internalContext.ReplaceAllString(text, "")
 	}
-	text = strings.TrimSpace(core.Strip(text))
-	if strings.HasPrefix(text, "[") {
-		text = clientStamp.ReplaceAllString(text, "")
-	}
-	if strings.Contains(text, "Runtime: agent=") {
-		text = strings.TrimSpace(runtimeLine.ReplaceAllString(text, ""))
-	}
-	return text
+	return StripEnvelope(core.Strip(text))
 }
 
 type message struct {

@@ -79,7 +79,7 @@ func Home(t testing.TB) string {
 }
 
 // Start runs a host for home until the test ends (or Stop). It registers a
-// memory_search tool on the core besides the rpc server's metaclaw_status.
+// metaclaw_memory_search tool on the core besides the rpc server's metaclaw_status.
 func Start(t testing.TB, home string) *Host {
 	t.Helper()
 	return StartWith(t, home, nil)
@@ -103,7 +103,7 @@ func StartWith(t testing.TB, home string, setup func(c *core.Core, st *store.SQL
 	}
 	h.Core.AddProvider(h.Provider)
 	h.Core.RegisterTool(core.Tool{
-		Name: "memory_search", Description: "Search the user's long-term memory.",
+		Name: core.ToolMemorySearch, Description: "Search the user's long-term memory.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
 		Call: func(ctx context.Context, q core.Query, args json.RawMessage) (any, error) {
 			var a struct {

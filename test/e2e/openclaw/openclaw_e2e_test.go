@@ -1,525 +1,326 @@
 //go:build e2e
 
-// Package openclawe2e runs the real OpenClaw (npm openclaw@2026.9.6 on Node
-// 24) with MetaClaw's extension installed, against a MetaClaw host (store,
-// core with a fixed memory, JSON-RPC socket, proxy) and a fake upstream,
-// all on loopback. Run it through `make e2e-openclaw` (run.sh installs Node
-// and OpenClaw into a cache dir and sets OPENCLAW_BIN, NODE_BIN_DIR and
-// METACLAW_BIN).
 package openclawe2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io/fs"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/metaclaw-go/metaclaw/extensions"
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
-	"github.com/metaclaw-go/metaclaw/host/wire"
-	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
+	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/transcript"
 )
 
-// e2eProxyKey is the proxy key, required as in a default install (issue 11):
-// the client sends it the way `metaclaw wire` configures it.
-const e2eProxyKey = "mck-e2e-0123456789abcdefghijklmnopqrstuvwxyzABCDEF"
+// The metaclaw tools as OpenClaw must list them.
+var ourTools = []string{"metaclaw_memory_search", "metaclaw_memory_store", "metaclaw_memory_forget", "metaclaw_memory_status", "metaclaw_skills_search", "metaclaw_status"}
 
-// upstream is a fake OpenAI-compatible model server. The newest user turn
-// decides: "CALL-MEMORY-SEARCH" → one call of the memory_search tool (until
-// a tool result follows); after a tool result → "TOOL-RESULT: <result>";
-// otherwise "FAKE-REPLY-OK".
-type upstream struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs []map[string]any
+// facts are taught over two sessions: each line is what the user says and
+// what must later come back in MetaClaw's block.
+var facts = []struct{ say, want string }{
+	{"Never run rm -rf without asking me first.", "rm -rf"},
+	{"Our staging host is stg-7.internal.", "stg-7.internal"},
+	{"I prefer tabs over spaces for indentation.", "tabs"},
+	{"We use PostgreSQL 16 for every service.", "PostgreSQL 16"},
+	{"Our deploy day is Tuesday.", "Tuesday"},
 }
 
-func newUpstream() *upstream {
-	u := &upstream{}
-	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
-	return u
-}
+// ocEnvelope is OpenClaw's timestamp prefix on user messages.
+var ocEnvelope = regexp.MustCompile(`^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]]*\] `)
 
-func (u *upstream) requests() []map[string]any {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]map[string]any(nil), u.reqs...)
-}
-
-func textOf(c any) string {
-	switch v := c.(type) {
-	case string:
-		return v
-	case []any:
-		var parts []string
-		for _, p := range v {
-			if m, ok := p.(map[string]any); ok {
-				if s, ok := m["text"].(string); ok {
-					parts = append(parts, s)
-				}
-			}
+// block returns MetaClaw's injected block in a request ("" when none).
+func block(r upRequest) string {
+	if b := core.FindBlock(r.system()); b != "" {
+		return b
+	}
+	for _, u := range r.userTexts() {
+		if b := core.FindBlock(u); b != "" {
+			return b
 		}
-		return strings.Join(parts, "\n")
 	}
 	return ""
 }
 
-func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		http.NotFound(w, r)
-		return
+// memories is the Memories section of a block (skills may mention the
+// same words).
+func memories(block string) string {
+	if i := strings.Index(block, "## Memories"); i >= 0 {
+		return block[i:]
 	}
-	var body map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		http.Error(w, err.Error(), 400)
-		return
+	return ""
+}
+
+var skillHeader = regexp.MustCompile(`(?m)^### ([a-z0-9-]+)$`)
+
+func skillNames(block string) []string {
+	var out []string
+	for _, m := range skillHeader.FindAllStringSubmatch(block, -1) {
+		out = append(out, m[1])
 	}
-	body["_traceparent"] = r.Header.Get("traceparent")
-	u.mu.Lock()
-	u.reqs = append(u.reqs, body)
-	n := len(u.reqs)
-	u.mu.Unlock()
-	msgs, _ := body["messages"].([]any)
-	ask, toolResult := -1, ""
-	for i, m := range msgs {
-		mm, _ := m.(map[string]any)
-		if mm["role"] == "user" && strings.Contains(textOf(mm["content"]), "CALL-MEMORY-SEARCH") {
-			ask, toolResult = i, ""
+	return out
+}
+
+// since returns the requests the upstream got from index n on.
+func (w *world) since(n int) []upRequest { return w.up.requests()[n:] }
+
+// TestOpenClawWithThePlugin is the new user's path: `metaclaw wire openclaw`
+// with its defaults (the plugin), OpenClaw's default plugins left on, real
+// turns through the gateway over three sessions.
+func TestOpenClawWithThePlugin(t *testing.T) {
+	w := newWorld(t)
+	w.setUp()
+
+	before := w.plugins()
+	enabledBefore := map[string]bool{}
+	for _, p := range before.Plugins {
+		if p.Enabled {
+			enabledBefore[p.ID] = true
 		}
-		if mm["role"] == "tool" && ask >= 0 {
-			toolResult = textOf(mm["content"])
+		for _, tool := range p.ToolNames {
+			if slices.Contains(ourTools, tool) {
+				t.Fatalf("OpenClaw's plugin %s already has a tool named %s", p.ID, tool)
+			}
 		}
 	}
-	reply, tool := "FAKE-REPLY-OK", false
-	switch {
-	case ask >= 0 && toolResult != "":
-		reply = "TOOL-RESULT: " + toolResult
-	case ask >= 0:
-		tool = true
+	files := w.metaclawFiles()
+	allowBefore := pluginsAllow(t, files[w.cfg])
+
+	out := w.mustMC("wire", "openclaw", "--yes")
+	if !strings.Contains(out, "via hooks") {
+		t.Fatalf("wire did not default to the plugin:\n%s", out)
 	}
-	id := fmt.Sprintf("chatcmpl-e2e-%d", n)
-	base := map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": body["model"]}
-	chunk := func(delta map[string]any, finish any) map[string]any {
-		c := map[string]any{}
-		for k, v := range base {
-			c[k] = v
+	var summary []string
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "+") && !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "@@") {
+			summary = append(summary, l)
 		}
-		c["choices"] = []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}
-		return c
 	}
-	var events []any
-	events = append(events, chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	if tool {
-		events = append(events,
-			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": fmt.Sprintf("call_e2e_%d", n), "type": "function",
-				"function": map[string]any{"name": "memory_search", "arguments": ""}}}}, nil),
-			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": `{"query":"genmaicha"}`}}}}, nil),
-			chunk(map[string]any{}, "tool_calls"))
-	} else {
-		events = append(events, chunk(map[string]any{"content": reply}, nil), chunk(map[string]any{}, "stop"))
+	t.Logf("wire:\n%s", strings.Join(summary, "\n"))
+
+	if b, _ := os.ReadFile(w.cfg); pluginsAllow(t, string(b)) != allowBefore {
+		t.Errorf("plugins.allow changed from %s to %s", allowBefore, pluginsAllow(t, string(b)))
 	}
-	usage := map[string]any{}
-	for k, v := range base {
-		usage[k] = v
+	// Nothing the user enabled is turned off; MetaClaw is on, with its tools
+	// under names no bundled plugin uses.
+	after := w.plugins()
+	var ours bool
+	for _, p := range after.Plugins {
+		if enabledBefore[p.ID] && !p.Enabled {
+			t.Errorf("wiring turned off OpenClaw's plugin %s", p.ID)
+		}
+		if p.ID == "metaclaw" {
+			ours = p.Enabled && p.Status == "loaded"
+			if !slices.Equal(p.ToolNames, ourTools) {
+				t.Errorf("metaclaw tools %v", p.ToolNames)
+			}
+			continue
+		}
+		for _, tool := range p.ToolNames {
+			if slices.Contains(ourTools, tool) {
+				t.Errorf("tool %s collides with OpenClaw's plugin %s", tool, p.ID)
+			}
+		}
 	}
-	usage["choices"] = []any{}
-	usage["usage"] = map[string]any{"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105}
-	events = append(events, usage)
-	w.Header().Set("Content-Type", "text/event-stream")
-	for _, e := range events {
-		b, _ := json.Marshal(e)
-		fmt.Fprintf(w, "data: %s\n\n", b)
+	if !ours {
+		t.Fatalf("the metaclaw plugin is not enabled and loaded: %+v", after)
 	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
+	t.Logf("plugins enabled: %d before wiring, %d after", len(enabledBefore), countEnabled(after))
+	inspect := w.mustOC("plugins", "inspect", "metaclaw", "--runtime", "--json")
+	if strings.Contains(inspect, "blocked") || strings.Contains(inspect, "conflict") || !strings.Contains(inspect, "before_prompt_build") {
+		t.Fatalf("plugin runtime: %s", tail(inspect, 4000))
+	}
+	if out, err := w.mc(2*time.Minute, "doctor", "openclaw"); err != nil {
+		t.Fatalf("doctor after wiring: %v\n%s", err, out)
+	}
+
+	w.startGateway()
+
+	// Session 1 (three turns, fewer than memory.ingest_every_turns), then
+	// session 2 under a new id: MetaClaw ingests session 1's pending turns
+	// when session 2 starts (issue #16), so session 2's FIRST request
+	// carries them, with no `metaclaw memory flush`.
+	n0 := len(w.up.requests())
+	s1 := []string{facts[0].say, "Can you explain what a Makefile does?", facts[1].say}
+	for i, m := range s1 {
+		if reply, _, _ := w.turn("main", "e2e-s1", m); reply != "FAKE-REPLY-OK" {
+			t.Fatalf("session 1 turn %d: %q", i+1, reply)
+		}
+	}
+	// What OpenClaw really sent: its envelope around the user's words.
+	first := w.since(n0)[0]
+	if u := first.userTexts(); len(u) == 0 || !ocEnvelope.MatchString(u[0]) || !strings.Contains(u[0], facts[0].say) {
+		t.Fatalf("the first request does not carry OpenClaw's envelope: %q", u)
+	}
+	n1 := len(w.up.requests())
+	s2 := []string{facts[2].say, facts[3].say, facts[4].say}
+	for i, m := range s2 {
+		if reply, _, _ := w.turn("main", "e2e-s2", m); reply != "FAKE-REPLY-OK" {
+			t.Fatalf("session 2 turn %d: %q", i+1, reply)
+		}
+	}
+	if m := lacking(memories(block(w.since(n1)[0])), facts[:2]); len(m) > 0 {
+		t.Errorf("session 2's first request lacks what session 1 taught: %v\n%s", m, block(w.since(n1)[0]))
+	}
+
+	// The agent that was not enabled gets nothing.
+	n2 := len(w.up.requests())
+	w.turn("coder", "e2e-coder", "Never deploy on Fridays.")
+	for _, r := range w.since(n2) {
+		if block(r) != "" {
+			t.Fatal("the agent that was not enabled got MetaClaw's block")
+		}
+	}
+
+	// OpenClaw's /new on session 2, then a related task: the first request
+	// of the new session carries every fact, once.
+	w.slash("main", "e2e-s2", "/new")
+	task := "Write a small deploy script for the staging host that cleans the build directory and migrates the database."
+	n3 := len(w.up.requests())
+	_, _, tookB := w.turn("main", "e2e-s2", task)
+	s3 := w.since(n3)
+	if len(s3) == 0 {
+		t.Fatal("the new session made no upstream request")
+	}
+	b := block(s3[0])
+	t.Logf("new session's first request: block of %d bytes, skills %v\n%s", len(b), skillNames(b), memories(b))
+	if m := lacking(memories(b), facts); len(m) > 0 {
+		mem, _ := w.mc(time.Minute, "memory", "list")
+		st, _ := w.mc(time.Minute, "status")
+		t.Errorf("the new session's FIRST request does not carry each taught fact once: %v\nmemories:\n%s\nstatus:\n%s", m, mem, st)
+	}
+	// One block per request, on every request of the enabled agent.
+	for i, r := range w.since(n0) {
+		if n := strings.Count(r.system(), core.BeginMarker) + strings.Count(strings.Join(r.userTexts(), "\n"), core.BeginMarker); n > 1 {
+			t.Errorf("request %d carries the block %d times", i+1, n)
+		}
+	}
+	t.Logf("MEASURED: the new session's first turn through the gateway (catch-up included) took %v", tookB.Round(time.Millisecond))
+
+	// The model calls MetaClaw's memory tool by its name.
+	n4 := len(w.up.requests())
+	reply, _, _ := w.turn("main", "e2e-s2", "CALL-TOOL metaclaw_memory_search staging host")
+	var called string
+	for _, r := range w.since(n4) {
+		for _, m := range r.messages() {
+			if m["role"] == "tool" {
+				called = textOf(m["content"])
+			}
+		}
+	}
+	if reply != "TOOL-RESULT-OK" || !strings.Contains(called, "metaclaw_memory_search") || !strings.Contains(called, "stg-7") {
+		t.Errorf("metaclaw_memory_search through OpenClaw: reply %q, the model saw %s", reply, tail(called, 1500))
+	}
+	t.Logf("tool result the model saw: %s", tail(called, 800))
+
+	// `metaclaw stop` does not fail a turn; the plugin starts the host again.
+	w.mustMC("stop")
+	if reply, _, _ := w.turn("main", "e2e-s2", "Thanks, that is all."); reply != "FAKE-REPLY-OK" {
+		t.Fatalf("turn after metaclaw stop: %q", reply)
+	}
+	w.waitHost()
+
+	w.stopGateway()
+	w.mustMC("stop")
+	checkRecorded(t, w)
+
+	// unwire restores every file byte for byte.
+	w.mustMC("unwire", "openclaw", "--yes")
+	sameFiles(t, "after unwire", files, w.metaclawFiles())
 }
 
-type oc struct {
-	t    *testing.T
-	bin  string
-	dir  string
-	env  []string
-	home string
-}
-
-func (o *oc) run(timeout time.Duration, args ...string) (string, string, error) {
-	o.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, o.bin, args...)
-	cmd.Env = o.env
-	cmd.Dir = o.dir
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	o.t.Logf("openclaw %s: %v in %v", strings.Join(args, " "), err, time.Since(start).Round(time.Millisecond))
-	return stdout.String(), stderr.String(), err
-}
-
-func need(t *testing.T, name string) string {
-	v := os.Getenv(name)
-	if v == "" {
-		t.Skipf("%s is not set: run `make e2e-openclaw`", name)
-	}
-	return v
-}
-
-// world is one MetaClaw host, fake upstream and OpenClaw configuration.
-type world struct {
-	o              *oc
-	h              *plugintest.Host
-	up             *upstream
-	ext, home, dir string
-}
-
-// setup builds the host (store, core with a memory provider and tools,
-// socket, proxy with trace correlation), the fake upstream, the extension
-// folder and the OpenClaw config, all under one temp dir.
-func setup(t *testing.T, extraEnv ...string) *world {
-	ocBin, nodeDir, mcBin := need(t, "OPENCLAW_BIN"), need(t, "NODE_BIN_DIR"), need(t, "METACLAW_BIN")
-	dir, err := os.MkdirTemp("", "mce2e")
+// checkRecorded looks into MetaClaw's store: the enabled agent's turns are
+// recorded with the user's own words, the other agent's are not.
+func checkRecorded(t *testing.T, w *world) {
+	t.Helper()
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(w.mcHome, store.DBFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			os.RemoveAll(dir)
-		} else {
-			t.Logf("kept %s for inspection", dir)
-		}
-	})
-	home := filepath.Join(dir, "mc")
-	os.MkdirAll(home, 0o700)
-
-	// The MetaClaw host: store, core (memory provider + tools), socket, proxy.
-	up := newUpstream()
-	t.Cleanup(up.Close)
-	h := plugintest.Start(t, home)
-	px, err := proxy.New(proxy.Options{
-		Core: h.Core, Log: zerolog.Nop(), UpstreamAPI: wire.OpenAI, UpstreamBase: up.URL + "/v1", UpstreamKey: "sk-up",
-		UpstreamTimeout: 60 * time.Second, ResolveTrace: h.RPC.ResolveTrace, APIKey: e2eProxyKey, // as a default install: a key is required
-	})
+	defer st.Close()
+	coder, err := st.SessionTurns(context.Background(), "e2e-coder")
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxySrv := httptest.NewServer(px.Handler())
-	t.Cleanup(proxySrv.Close)
-
-	// The extension, installed as `metaclaw wire openclaw` would: the
-	// embedded files plus bin/metaclaw.
-	ext := filepath.Join(dir, "ext", "metaclaw")
-	os.MkdirAll(filepath.Join(ext, "bin"), 0o755)
-	if err := fs.WalkDir(extensions.OpenClaw(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+	if len(coder) != 0 {
+		t.Errorf("%d turns of the agent that was not enabled were recorded", len(coder))
+	}
+	recent, err := st.RecentTurns(context.Background(), 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recent {
+		if r.Agent == "coder" {
+			t.Errorf("a turn of agent coder was recorded: %+v", r)
 		}
-		b, err := fs.ReadFile(extensions.OpenClaw(), p)
+	}
+	injected := false
+	// Session 2 has its three turns, then after /new the task and the tool
+	// call (same explicit id), and the turn after metaclaw stop, which the
+	// plugin records once it has started the host again or replays later.
+	for session, want := range map[string][2]int{"e2e-s1": {3, 3}, "e2e-s2": {5, 6}} {
+		turns, err := st.SessionTurns(context.Background(), session)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		return os.WriteFile(filepath.Join(ext, p), b, 0o644)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(mcBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(ext, "bin", "metaclaw"), bin, 0o755)
-
-	ws := filepath.Join(dir, "ws")
-	os.MkdirAll(ws, 0o700)
-	model := func(id string) []any {
-		return []any{map[string]any{"id": id, "name": id, "reasoning": false, "input": []string{"text"},
-			"cost": map[string]int{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 131072, "maxTokens": 8192}}
-	}
-	cfg := map[string]any{
-		"models": map[string]any{"mode": "merge", "providers": map[string]any{
-			// Through the MetaClaw proxy (no /a/<agent>: the trace says who).
-			"metaclaw": map[string]any{"baseUrl": proxySrv.URL + "/v1", "apiKey": e2eProxyKey, "api": "openai-completions", "models": model("fake-model")},
-			// Straight to the model: only the hooks see the turn.
-			"direct": map[string]any{"baseUrl": up.URL + "/v1", "apiKey": "direct", "api": "openai-completions", "models": model("fake-model")},
-		}},
-		"agents": map[string]any{"defaults": map[string]any{"workspace": ws, "model": map[string]any{"primary": "metaclaw/fake-model"}}},
-		"tools":  map[string]any{"toolSearch": false},
-		"plugins": map[string]any{
-			"load":  map[string]any{"paths": []string{ext}},
-			"allow": []string{"metaclaw"},
-			"entries": map[string]any{"metaclaw": map[string]any{"enabled": true, "hooks": map[string]any{"allowConversationAccess": true},
-				"config": map[string]any{"home": home, "timeoutMs": 3000}}},
-		},
-	}
-	cfgPath := filepath.Join(dir, "openclaw.json")
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	os.WriteFile(cfgPath, b, 0o600)
-	for _, d := range []string{"home", "state"} {
-		os.MkdirAll(filepath.Join(dir, d), 0o700)
-	}
-	env := append([]string{"PATH=" + nodeDir + ":/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home"), "OPENCLAW_STATE_DIR=" + filepath.Join(dir, "state"),
-		"OPENCLAW_CONFIG_PATH=" + cfgPath, "METACLAW_HOME=" + home, "NO_COLOR=1", "TMPDIR=" + dir}, extraEnv...)
-	return &world{o: &oc{t: t, bin: ocBin, dir: dir, env: env, home: home}, h: h, up: up, ext: ext, home: home, dir: dir}
-
-}
-
-func TestOpenClawEndToEnd(t *testing.T) {
-	w := setup(t)
-	o, h, up, ext, home := w.o, w.h, w.up, w.ext, w.home
-	out, errOut, err := o.run(2*time.Minute, "config", "validate")
-	if err != nil || !strings.Contains(out+errOut, "Config valid") {
-		t.Fatalf("config validate: %v\n%s\n%s", err, out, errOut)
-	}
-	out, errOut, err = o.run(2*time.Minute, "plugins", "inspect", "metaclaw", "--runtime", "--json")
-	if err != nil {
-		t.Fatalf("plugins inspect: %v\n%s", err, errOut)
-	}
-	var insp struct {
-		TypedHooks []struct{ Name string } `json:"typedHooks"`
-		Tools      []struct {
-			Names []string `json:"names"`
-		} `json:"tools"`
-		Diagnostics []any `json:"diagnostics"`
-	}
-	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &insp); err != nil {
-		t.Fatalf("inspect output: %v\n%s", err, out)
-	}
-	hooks := fmt.Sprint(insp.TypedHooks)
-	if !strings.Contains(hooks, "before_prompt_build") || !strings.Contains(hooks, "agent_end") || len(insp.Tools) == 0 ||
-		!strings.Contains(strings.Join(insp.Tools[0].Names, ","), "memory_search") || len(insp.Diagnostics) != 0 {
-		t.Fatalf("plugin runtime: %+v", insp)
-	}
-
-	agent := func(session, message string, extra ...string) map[string]any {
-		t.Helper()
-		args := append([]string{"agent", "--local", "--agent", "main", "--session-id", session, "--message", message, "--json"}, extra...)
-		out, errOut, err := o.run(4*time.Minute, args...)
-		if err != nil {
-			t.Fatalf("agent turn: %v\nstdout: %s\nstderr: %s", err, out, tail(errOut, 4000))
+		if len(turns) < want[0] || len(turns) > want[1] {
+			t.Errorf("session %s: %d turns recorded, want %d to %d", session, len(turns), want[0], want[1])
 		}
-		var res map[string]any
-		if i := strings.Index(out, "{"); i < 0 || json.Unmarshal([]byte(out[i:]), &res) != nil {
-			t.Fatalf("agent stdout is not JSON: %s", out)
-		}
-		return res
-	}
-	replyText := func(res map[string]any) string {
-		ps, _ := res["payloads"].([]any)
-		if len(ps) == 0 {
-			return ""
-		}
-		p, _ := ps[0].(map[string]any)
-		s, _ := p["text"].(string)
-		return s
-	}
-
-	// 1. Through the proxy: the hook injects (appendSystemContext), the
-	// proxy sees the markers and does not inject again, and files the turn
-	// under the hook's agent/session (trace correlation); the hook's own
-	// observation of that turn is not recorded a second time.
-	n0 := len(up.requests())
-	res := agent("e2e-proxy", "Which tea do I like?")
-	if got := replyText(res); got != "FAKE-REPLY-OK" {
-		t.Fatalf("reply %q: %v", got, res)
-	}
-	reqs := up.requests()[n0:]
-	if len(reqs) != 1 {
-		t.Fatalf("%d upstream requests", len(reqs))
-	}
-	sys := textOf(reqs[0]["messages"].([]any)[0].(map[string]any)["content"])
-	if strings.Count(sys, core.BeginMarker) != 1 || !strings.Contains(sys, plugintest.Memory) {
-		t.Fatalf("system prompt carries the block %d times", strings.Count(sys, core.BeginMarker))
-	}
-	if i, j := strings.Index(sys, "OpenClaw plugin-injected system context"), strings.Index(sys, core.BeginMarker); i < 0 || j < i {
-		t.Fatal("the block did not come through before_prompt_build's appendSystemContext")
-	}
-	t.Logf("upstream system prompt ends with:\n%s", tail(sys, 600))
-	turns := h.Turns(t, "e2e-proxy")
-	if len(turns) != 1 || turns[0].Agent != "main" || turns[0].ClientAPI != "openai" || !strings.Contains(turns[0].RequestJSON, "Which tea do I like?") {
-		t.Fatalf("proxy turns %+v", turns)
-	}
-	if q := h.Provider.Last(); q.Agent != "main" || q.SessionID != "e2e-proxy" {
-		t.Fatalf("context query %+v", q)
-	}
-	// The shim cached the host's tool list (with schemas) for later processes.
-	if b, err := os.ReadFile(filepath.Join(home, "cache", "openclaw-tools.json")); err != nil || !strings.Contains(string(b), `"required":["query"]`) {
-		t.Fatalf("tools cache: %v %s", err, b)
-	}
-
-	// 2. Straight to the model: the hook injects and the hook records.
-	n0 = len(up.requests())
-	res = agent("e2e-direct", "Remind me of my tea", "--model", "direct/fake-model")
-	if replyText(res) != "FAKE-REPLY-OK" {
-		t.Fatalf("direct reply %v", res)
-	}
-	reqs = up.requests()[n0:]
-	if len(reqs) != 1 || strings.Count(textOf(reqs[0]["messages"].([]any)[0].(map[string]any)["content"]), core.BeginMarker) != 1 {
-		t.Fatal("direct turn not injected exactly once")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(h.Turns(t, "e2e-direct")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	turns = h.Turns(t, "e2e-direct")
-	if len(turns) != 1 || turns[0].ClientAPI != "hook:openclaw" || turns[0].ResponseText != "FAKE-REPLY-OK" ||
-		!strings.Contains(turns[0].RequestJSON, "Remind me of my tea") || turns[0].InjectedTokens == 0 {
-		t.Fatalf("hook turns %+v", turns)
-	}
-
-	// 3. The model calls MetaClaw's memory_search tool through OpenClaw.
-	n0 = len(up.requests())
-	res = agent("e2e-tool", "CALL-MEMORY-SEARCH: what is my tea?")
-	reqs = up.requests()[n0:]
-	if len(reqs) != 2 {
-		t.Fatalf("tool turn made %d upstream requests", len(reqs))
-	}
-	var toolMsg string
-	for _, m := range reqs[1]["messages"].([]any) {
-		if mm := m.(map[string]any); mm["role"] == "tool" {
-			toolMsg = textOf(mm["content"])
+		for _, tr := range turns {
+			if u := transcript.FromTurn(tr).User; ocEnvelope.MatchString(u) || strings.Contains(u, "Runtime: agent=") {
+				t.Errorf("learning reads OpenClaw's envelope: %q", u)
+			}
+			if session == "e2e-s2" && tr.InjectedTokens > 0 && tr.InjectedJSON != "" {
+				injected = true
+			}
 		}
 	}
-	if !strings.Contains(toolMsg, plugintest.Memory) || !strings.Contains(replyText(res), "genmaicha") {
-		t.Fatalf("tool result %q, reply %q", toolMsg, replyText(res))
-	}
-	t.Logf("memory_search result seen by the model: %s", toolMsg)
-
-	// No plugin process outlives OpenClaw.
-	deadline = time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if !running(filepath.Join(ext, "bin", "metaclaw")) {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatal("a metaclaw plugin process is still running after openclaw exited")
-}
-
-// running reports whether a process runs the given executable.
-func running(exe string) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if target, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && target == exe {
-			return true
-		}
-	}
-	return false
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
-}
-
-// TestOpenClawGateway: the same extension under `openclaw gateway run`,
-// where register() runs in full and discovery mode, the Gateway service
-// starts the child, and /new fires before_reset and session_end.
-func TestOpenClawGateway(t *testing.T) {
-	port := freePort(t)
-	w := setup(t, "OPENCLAW_GATEWAY_PORT="+port, "OPENCLAW_GATEWAY_TOKEN=e2e-gateway-token")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	gw := exec.CommandContext(ctx, w.o.bin, "gateway", "run", "--port", port, "--bind", "loopback", "--allow-unconfigured", "--auth", "token")
-	gw.Env, gw.Dir = w.o.env, w.o.dir
-	var gwOut bytes.Buffer
-	gw.Stdout, gw.Stderr = &gwOut, &gwOut
-	gw.Cancel = func() error { return gw.Process.Signal(syscall.SIGTERM) }
-	gw.WaitDelay = 20 * time.Second
-	if err := gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- gw.Wait() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		gw.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			t.Logf("gateway exited: %v", err)
-		case <-time.After(30 * time.Second):
-			gw.Process.Kill()
-			<-exited
-			t.Error("gateway did not stop within 30s of SIGTERM")
-		}
-	}
-	defer stop()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway port %s not open after 90s:\n%s", port, tail(gwOut.String(), 3000))
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("gateway exited: %v\n%s", err, tail(gwOut.String(), 3000))
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	turn := func(message string) string {
-		t.Helper()
-		out, errOut, err := w.o.run(4*time.Minute, "agent", "--agent", "main", "--session-id", "gw-e2e", "--message", message, "--json")
-		if err != nil {
-			t.Fatalf("gateway turn: %v\n%s\n%s\ngateway: %s", err, out, tail(errOut, 3000), tail(gwOut.String(), 3000))
-		}
-		return out
-	}
-	out := turn("Hello through the gateway")
-	if !strings.Contains(out, "FAKE-REPLY-OK") {
-		t.Fatalf("gateway reply: %s", out)
-	}
-	reqs := w.up.requests()
-	if len(reqs) == 0 || strings.Count(textOf(reqs[len(reqs)-1]["messages"].([]any)[0].(map[string]any)["content"]), core.BeginMarker) != 1 {
-		t.Fatal("gateway turn not injected exactly once")
-	}
-	if turns := w.h.Turns(t, "gw-e2e"); len(turns) != 1 || turns[0].Agent != "main" {
-		t.Fatalf("gateway turns %+v", turns)
-	}
-	turn("/new")
-	deadline = time.Now().Add(15 * time.Second)
-	for w.h.Session(t, "gw-e2e").EndedAt == nil && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
-	if s := w.h.Session(t, "gw-e2e"); s.EndedAt == nil || s.EndReason != "new" {
-		t.Fatalf("after /new the session is %+v", s)
-	}
-	stop()
-	deadline = time.Now().Add(15 * time.Second)
-	for running(filepath.Join(w.ext, "bin", "metaclaw")) {
-		if time.Now().After(deadline) {
-			t.Fatal("the plugin process outlived the gateway")
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !injected {
+		t.Error("no session 2 turn records what was injected")
 	}
 }
 
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// lacking lists the facts not found exactly once in a Memories section.
+func lacking(mem string, fs []struct{ say, want string }) []string {
+	var missing []string
+	for _, f := range fs {
+		if n := strings.Count(strings.ToLower(mem), strings.ToLower(f.want)); n != 1 {
+			missing = append(missing, f.want+" ("+itoa(n)+"x)")
+		}
 	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	return missing
 }
+
+// pluginsAllow is plugins.allow in an openclaw.json ("null" when absent).
+func pluginsAllow(t *testing.T, cfg string) string {
+	t.Helper()
+	var c struct {
+		Plugins struct {
+			Allow json.RawMessage `json:"allow"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
+		t.Fatalf("openclaw.json: %v", err)
+	}
+	if c.Plugins.Allow == nil {
+		return "null"
+	}
+	return string(c.Plugins.Allow)
+}
+
+func countEnabled(pl pluginList) int {
+	n := 0
+	for _, p := range pl.Plugins {
+		if p.Enabled {
+			n++
+		}
+	}
+	return n
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

