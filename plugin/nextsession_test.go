@@ -25,6 +25,11 @@ var ocLesson = []string{"I prefer tabs for indentation.", "We use PostgreSQL 16 
 
 var ocLessonWants = []string{"The user prefers tabs for indentation.", "PostgreSQL 16", "UTC+8"}
 
+// ocNewServiceAsk opens session B. It names what the lesson's facts serve
+// (a database, a schedule in the user's time): facts come only to turns
+// about them, standing rules to every turn.
+const ocNewServiceAsk = "Set up a new service for me, with its database, and schedule its jobs in my timezone."
+
 // memoryHost is an in-process host with the real memory layer behind the
 // rpc socket, and `plugin serve --client openclaw` in front of it.
 type memoryHost struct {
@@ -126,7 +131,7 @@ func TestOpenClawNewSessionSeesWhatTheLastOneTaught(t *testing.T) {
 			if tc.announce != nil {
 				tc.announce(t, h)
 			}
-			block := h.turn(t, tc.b, nil, "Set up a new service for me.")
+			block := h.turn(t, tc.b, nil, ocNewServiceAsk)
 			if m := lacks(block, ocLessonWants...); len(m) > 0 {
 				t.Fatalf("the new session's first prompt lacks %q:\n%s", m, block)
 			}
@@ -156,7 +161,7 @@ func TestOpenClawNewSessionWithSlowLLMExtractor(t *testing.T) {
 	h.teach(t, "llm-a")
 	first := "Set up a new service for me."
 	h.turn(t, "llm-b", nil, first) // completes while the LLM holds every call
-	block := h.turn(t, "llm-b", []string{first}, "Which database should it use?")
+	block := h.turn(t, "llm-b", []string{first}, "Which database should it use, and which timezone for its cron jobs?")
 	if m := lacks(block, ocLessonWants...); len(m) > 0 {
 		t.Fatalf("B's second prompt lacks %q:\n%s", m, block)
 	}
@@ -176,7 +181,7 @@ func TestOpenClawNewSessionWithSlowLLMExtractor(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	block = h.turn(t, "llm-b", []string{first}, "And the indentation?")
+	block = h.turn(t, "llm-b", []string{first}, "And the indentation of the code that talks to the database?")
 	if m := lacks(block, "Indentation: the user wants tabs.", "Main database: PostgreSQL 16.", "Timezone of the user: UTC+8."); len(m) > 0 || strings.Contains(block, "The user prefers tabs") {
 		t.Fatalf("the LLM's memories should have replaced the heuristic's (missing %q):\n%s", m, block)
 	}
