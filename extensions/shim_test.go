@@ -22,6 +22,7 @@ type shimRun struct {
 	Second           map[string]any  `json:"second"`
 	ToolsAfterChild  []string        `json:"toolsAfterChild"`
 	ToolResult       json.RawMessage `json:"toolResult"`
+	Debug            []string        `json:"debug"`
 }
 
 // runShim loads index.mjs in Node the way OpenClaw does (three register()
@@ -123,8 +124,11 @@ func TestShimFailsOpen(t *testing.T) {
 			if r.First != nil || r.Second != nil {
 				t.Fatalf("injected without an answer: %+v", r)
 			}
-			if r.FirstMs > 2000 {
-				t.Fatalf("hook waited %d ms (timeoutMs 300)", r.FirstMs)
+			// The hook gave up by itself (the harness's 30 s bound catches a
+			// hang); a silent child is dropped after the configured 300 ms,
+			// not the 2 s default.
+			if mode == "silent" && !strings.Contains(strings.Join(r.Debug, "\n"), "timed out after 300 ms") {
+				t.Fatalf("silent child: the hook did not time out after timeoutMs: %q", r.Debug)
 			}
 		})
 	}

@@ -4,13 +4,17 @@ const [, , shimPath, childPath, scenario] = process.argv;
 const { default: plugin } = await import(shimPath);
 const out = {};
 const regs = [];
+// A child that answers gets all the time a loaded machine needs to start
+// (it answers at once once up); the fail-open scenarios keep a short
+// timeout, which is what they test.
+const timeoutMs = scenario === "ok" ? 30000 : 300;
 for (const mode of ["full", "discovery", "discovery"]) {
   const handlers = {};
   const api = {
     registrationMode: mode,
-    pluginConfig: { timeoutMs: 300, home: process.env.TEST_HOME },
+    pluginConfig: { timeoutMs, home: process.env.TEST_HOME },
     rootDir: process.env.TEST_HOME,
-    logger: { debug() {}, warn() {}, info() {} },
+    logger: { debug(m) { (out.debug ??= []).push(String(m)); }, warn() {}, info() {} },
     on: (name, fn) => { handlers[name] = fn; },
     registerService: (svc) => { out.service = svc.id; },
     registerTool: (factory, opts) => { handlers.__tools = factory; out.toolNames = opts.names; },
@@ -28,8 +32,13 @@ out.firstMs = Date.now() - t0;
 out.dup = await regs[2].before_prompt_build(ev, ctx); // same run on another registration
 out.second = await regs[2].before_prompt_build(ev, { ...ctx, runId: "run-2" });
 await regs[1].agent_end({ messages: [{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "text", text: "yo" }] }], success: true }, ctx);
-await new Promise((r) => setTimeout(r, 100));
-const tools = regs[1].__tools({ agentId: "main", sessionId: "s1" });
+// The host's tool list replaces the fallback once the child answered
+// tools.list: wait for that (bounded), not for a fixed time.
+let tools = regs[1].__tools({ agentId: "main", sessionId: "s1" });
+for (let i = 0; scenario === "ok" && i < 3000 && tools.length === out.toolsBeforeChild.length; i++) {
+  await new Promise((r) => setTimeout(r, 10));
+  tools = regs[1].__tools({ agentId: "main", sessionId: "s1" });
+}
 out.toolsAfterChild = tools.map((t) => t.name);
 if (scenario === "ok") out.toolResult = await tools[0].execute("call-1", { query: "tea" });
 console.log(JSON.stringify(out));
