@@ -44,7 +44,7 @@ func TestOpenClawCapturedHooks(t *testing.T) {
 		t.Fatalf("query %+v", q)
 	}
 	// llm_input re-registers; harmless.
-	s.call(t, plugin.MethodOCLLMInput, example(t, "llm_input.turn2"), &ret)
+	s.call(t, plugin.MethodOCLLMInput, example(t, "llm_input.turn2.slim"), &ret)
 
 	// agent_end records the turn (once, even if llm_output follows).
 	s.call(t, plugin.MethodOCAgentEnd, example(t, "agent_end.turn2"), &ret)
@@ -162,7 +162,7 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 	bpb := example(t, "before_prompt_build.turn1")
 	reqFile, err := os.ReadFile(filepath.Join(fixtures, "requests", "01-openai-completions.turn1.request.json"))
 	if err != nil {
-		t.Skip("fixtures not present")
+		t.Fatalf("captured OpenClaw request missing from the repository: %v", err)
 	}
 	home := plugintest.Home(t)
 	var srv *rpc.Server

@@ -19,14 +19,15 @@ import (
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
-var fixtures = filepath.Join("..", "..", "shared", "fixtures", "openclaw-2026.9.6")
+// fixtures are the real OpenClaw 2026.9.6 captures (testdata/SOURCES.md).
+var fixtures = filepath.Join("..", "testdata", "openclaw-2026.9.6")
 
 // example returns {event, ctx} of a captured OpenClaw hook call.
 func example(t *testing.T, name string) json.RawMessage {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtures, "hooks", "examples", name+".json"))
 	if err != nil {
-		t.Skipf("fixtures not present beside the repo: %v", err)
+		t.Fatalf("captured OpenClaw hook payload missing from the repository: %v", err)
 	}
 	var full struct {
 		Event json.RawMessage `json:"event"`

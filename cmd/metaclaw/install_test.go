@@ -31,7 +31,7 @@ func TestInstallScript(t *testing.T) {
 	os.WriteFile(filepath.Join(fake, "openclaw"), []byte("#!/bin/sh\necho \"openclaw $*\" >> "+calls+"\n"), 0o755)
 	src, err := os.ReadFile(filepath.Join(fixtures, "clients/openclaw/docs-current/provider-example-llamacpp.openclaw.json5"))
 	if err != nil {
-		t.Skip(err)
+		t.Fatalf("fixture missing from the repository: %v", err)
 	}
 	cfg := filepath.Join(home, ".openclaw", "openclaw.json")
 	os.MkdirAll(filepath.Dir(cfg), 0o755)

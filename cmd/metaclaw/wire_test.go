@@ -16,7 +16,8 @@ import (
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
-const fixtures = "/work/shared/fixtures"
+// fixtures are real client configs in the repository (testdata/SOURCES.md).
+var fixtures = filepath.Join("..", "..", "testdata")
 
 // wireWorld is a temp HOME and METACLAW_HOME with fake client binaries on
 // PATH that append their argv to calls.log.
@@ -58,7 +59,7 @@ func (w *wireWorld) copy(src, dst string) string {
 	w.t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtures, src))
 	if err != nil {
-		w.t.Skipf("fixture: %v", err)
+		w.t.Fatalf("fixture missing from the repository: %v", err)
 	}
 	p := filepath.Join(w.home, dst)
 	os.MkdirAll(filepath.Dir(p), 0o755)

@@ -461,10 +461,10 @@ func TestUpstreamCredentials(t *testing.T) {
 // requests through the proxy: each is accepted, injected once into the
 // system prompt, and otherwise forwarded unchanged.
 func TestOpenClawCapturedRequests(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "openclaw-2026.9.6", "requests")
+	dir := filepath.Join("..", "..", "testdata", "openclaw-2026.9.6", "requests")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.request.json"))
-	if len(files) == 0 {
-		t.Skip("fixtures not present beside the repo (../shared/fixtures)")
+	if len(files) < 5 {
+		t.Fatalf("captured OpenClaw requests missing from %s (testdata/SOURCES.md)", dir)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
