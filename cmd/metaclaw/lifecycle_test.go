@@ -165,7 +165,7 @@ func TestStartStatusStopAsProcesses(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	out, code = c.run("start", "--port", "0")
-	if code == 0 || !strings.Contains(out, "already running") || !strings.Contains(out, st.Listen) {
+	if code != 0 || !strings.Contains(out, "already running") || !strings.Contains(out, st.Listen) {
 		t.Fatalf("second start: %d %s", code, out)
 	}
 

@@ -104,12 +104,8 @@ func LoadWith(home string, lookupEnv func(string) (string, bool)) (*Config, erro
 	if err := CheckHome(home); err != nil {
 		return nil, err
 	}
-	in := input{home: home, env: lookupEnv}
-	var err error
-	if in.cfg, in.cfgMode, err = readOptional(filepath.Join(home, ConfigFile)); err != nil {
-		return nil, err
-	}
-	if in.sec, in.secMode, err = readOptional(filepath.Join(home, SecretsFile)); err != nil {
+	in, err := readInput(home, lookupEnv)
+	if err != nil {
 		return nil, err
 	}
 	c, structural, invalid := build(in)
@@ -118,6 +114,17 @@ func LoadWith(home string, lookupEnv func(string) (string, bool)) (*Config, erro
 		return nil, errs.err()
 	}
 	return c, nil
+}
+
+// readInput reads both files of home (a missing one is nil).
+func readInput(home string, lookupEnv func(string) (string, bool)) (input, error) {
+	in := input{home: home, env: lookupEnv}
+	var err error
+	if in.cfg, in.cfgMode, err = readOptional(filepath.Join(home, ConfigFile)); err != nil {
+		return in, err
+	}
+	in.sec, in.secMode, err = readOptional(filepath.Join(home, SecretsFile))
+	return in, err
 }
 
 // input is what one configuration is built from.
