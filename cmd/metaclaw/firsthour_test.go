@@ -25,9 +25,10 @@ import (
 // stdout and stderr apart.
 func (c *cli) runSplit(stdin *os.File, args ...string) (stdout, stderr string, code int) {
 	c.t.Helper()
+	bin := binary(c.t) // built before the clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(c.t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = c.env
 	if stdin != nil {
 		cmd.Stdin = stdin

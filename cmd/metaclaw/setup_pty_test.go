@@ -64,9 +64,10 @@ func TestSetupWizardInTerminal(t *testing.T) {
 	up := fakellm.New()
 	defer up.Close()
 	c := newCLI(t, "HOME="+t.TempDir(), "TERM=xterm-256color", "OPENAI_API_KEY=")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	bin := binary(t) // built first: a slow build must not eat the wizard's time
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), "setup")
+	cmd := exec.CommandContext(ctx, bin, "setup")
 	cmd.Env = c.env
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {
@@ -78,7 +79,7 @@ func TestSetupWizardInTerminal(t *testing.T) {
 	key := func(s string) {
 		time.Sleep(150 * time.Millisecond) // let the form settle, as a person would
 		if _, err := tty.Write([]byte(s)); err != nil {
-			t.Fatal(err)
+			t.Fatalf("typing %q: %v; screen:\n%s", s, err, tail(scr.text(), 2000))
 		}
 	}
 	const enter, down, ctrlU = "\r", "\x1b[B", "\x15"

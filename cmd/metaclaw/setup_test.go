@@ -16,9 +16,10 @@ import (
 // runIn runs the binary with stdin.
 func (c *cli) runIn(stdin string, args ...string) (string, int) {
 	c.t.Helper()
+	bin := binary(c.t) // built before the clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(c.t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = c.env
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
