@@ -21,6 +21,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/llm"
+	"github.com/metaclaw-go/metaclaw/host/rl/connect"
 )
 
 // Preset is a known LLM provider.
@@ -160,8 +161,9 @@ func (c Change) String() string {
 
 // RLStatus says what choosing an RL backend does in this build; the wizard,
 // `setup --help` and the plan show it. Keep it true as RL lands.
-const RLStatus = "RL training is not built into the host yet: the backend, key and model chosen here are saved and validated, " +
-	"and `metaclaw status` reports RL as inactive until the training loop lands (docs/rl.md)"
+const RLStatus = "With a backend, main turns are answered by the chosen model on it (its tokenizer: metaclaw rl fetch-tokenizer) " +
+	"and every answer is stored as a sample scored by the judge. The training loop that learns from the samples " +
+	"is not in this build yet (docs/rl.md): until it lands the model answers as its base"
 
 // storedNote explains a secret read from an environment variable: it is
 // copied into secrets.yaml, so a host started anywhere has it.
@@ -212,11 +214,16 @@ func Plan(cfg *config.Config, a Answers) ([]Change, error) {
 	switch a.RLBackend {
 	case "", "off":
 		// The mode is the user's: auto (the default) and skills_only both
-		// learn skills and memories without training. Only rl, which asks
-		// for training, is turned off.
+		// learn skills and memories, and auto runs no RL without a training
+		// backend. rl asks for RL, and auto with a backend configured (a key
+		// in the files or the environment) would run it: both are turned off.
 		want["rl.enabled"] = "false"
-		if cfg.Mode == "rl" {
+		switch {
+		case cfg.Mode == "rl":
 			want["mode"] = "skills_only"
+		case cfg.Mode == "auto" && connect.Configured(cfg, os.Getenv):
+			want["mode"] = "skills_only"
+			notes["mode"] = "RL off: in mode auto the training backend configured here (rl.api_key or its environment variable) would answer main turns"
 		}
 	case "tinker", "mint", "weaver":
 		notes["rl.backend"] = RLStatus

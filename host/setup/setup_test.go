@@ -19,23 +19,37 @@ func TestPlan(t *testing.T) {
 	tests := []struct {
 		name    string
 		mode    string // the config's mode before ("" = the default, auto)
+		env     string // a training key in the environment: TINKER_API_KEY=…
 		a       Answers
 		want    []string // "key=new"; "key=" means unchanged
 		wantErr bool
 	}{
-		{"rl off keeps the default mode", "", Answers{Provider: "openai", APIBase: "https://api.openai.com/v1", API: "openai", APIKey: "sk-abcdefghijk", Model: "gpt-4.1", Memory: true, SkillReview: "auto", RLBackend: "off"},
+		{"rl off keeps the default mode", "", "", Answers{Provider: "openai", APIBase: "https://api.openai.com/v1", API: "openai", APIKey: "sk-abcdefghijk", Model: "gpt-4.1", Memory: true, SkillReview: "auto", RLBackend: "off"},
 			[]string{"llm.api_key=sk-abcdefghijk", "llm.api_base=https://api.openai.com/v1", "llm.model_id=gpt-4.1", "llm.provider=openai", "mode="}, false},
-		{"rl off keeps skills_only", "skills_only", Answers{Memory: true, RLBackend: "off"}, []string{"mode="}, false},
-		{"rl off turns mode rl off", "rl", Answers{Memory: true, RLBackend: "off"}, []string{"mode=skills_only"}, false},
-		{"rl tinker", "", Answers{Memory: false, RLBackend: "tinker", RLAPIKey: "tk-1234567890", RLModel: "Qwen/Qwen3-8B", SleepStart: "22:00", SleepEnd: "06:30"},
+		{"rl off keeps auto when no training backend is configured", "", "", Answers{Memory: true, RLBackend: "off"}, []string{"mode=", "rl.enabled="}, false},
+		{"rl off turns auto off when a training key is in the environment", "", "TINKER_API_KEY=tml-env-key", Answers{Memory: true, RLBackend: "off"}, []string{"mode=skills_only"}, false},
+		{"rl off turns auto off when rl.api_key is set", "", "rl.api_key=tml-file-key", Answers{Memory: true, RLBackend: "off"}, []string{"mode=skills_only"}, false},
+		{"rl off keeps skills_only", "skills_only", "TINKER_API_KEY=tml-env-key", Answers{Memory: true, RLBackend: "off"}, []string{"mode="}, false},
+		{"rl off turns mode rl off", "rl", "", Answers{Memory: true, RLBackend: "off"}, []string{"mode=skills_only"}, false},
+		{"rl tinker", "", "", Answers{Memory: false, RLBackend: "tinker", RLAPIKey: "tk-1234567890", RLModel: "Qwen/Qwen3-8B", SleepStart: "22:00", SleepEnd: "06:30"},
 			[]string{"rl.api_key=tk-1234567890", "memory.enabled=false", "rl.backend=tinker", "rl.enabled=true", "rl.model=Qwen/Qwen3-8B", "scheduler.sleep_start=22:00", "scheduler.sleep_end=06:30"}, false},
-		{"bad backend", "", Answers{RLBackend: "gpu"}, nil, true},
+		{"bad backend", "", "", Answers{RLBackend: "gpu"}, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			for _, v := range []string{"TINKER_API_KEY", "MINT_API_KEY", "WEAVER_API_KEY", "MINT_BASE_URL", "WEAVER_BASE_URL"} {
+				t.Setenv(v, "")
+			}
 			c := *cfg
 			if tt.mode != "" {
 				c.Mode = tt.mode
+			}
+			switch k, v, _ := strings.Cut(tt.env, "="); k {
+			case "rl.api_key":
+				c.RL.APIKey = v
+			case "":
+			default:
+				t.Setenv(k, v)
 			}
 			changes, err := Plan(&c, tt.a)
 			if (err != nil) != tt.wantErr {
