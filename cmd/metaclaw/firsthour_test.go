@@ -310,3 +310,37 @@ func TestInstallScriptFirstHour(t *testing.T) {
 		t.Fatalf("second uninstall: %d\n%s", code, out)
 	}
 }
+
+// TestEnvShellIsNotItsOwnUpstream: a shell that ran `eval "$(metaclaw env)"`
+// (the README's line for SDK users) has OPENAI_*/ANTHROPIC_* pointing at the
+// proxy with the proxy key. A host or doctor run from that shell must not
+// take them for the upstream (the host would call itself and send the proxy
+// key upstream): doctor says nothing is configured and config show says why.
+func TestEnvShellIsNotItsOwnUpstream(t *testing.T) {
+	c := newCLI(t, "HOME="+t.TempDir())
+	exports, code := c.run("env")
+	if code != 0 {
+		t.Fatalf("env: %d %s", code, exports)
+	}
+	n := 0
+	for _, line := range strings.Split(exports, "\n") {
+		kv, ok := strings.CutPrefix(strings.TrimSpace(line), "export ")
+		if !ok {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		c.env = append(c.env, k+"="+strings.Trim(v, "'"))
+		n++
+	}
+	if n != 4 {
+		t.Fatalf("metaclaw env printed %d exports:\n%s", n, exports)
+	}
+	out, code := c.run("doctor", "--no-probe")
+	if code == 0 || !strings.Contains(out, "no upstream LLM configured") || strings.Contains(out, "upstream openai") {
+		t.Fatalf("doctor in a shell with metaclaw env's variables: %d\n%s", code, out)
+	}
+	show, _ := c.run("config", "show")
+	if !strings.Contains(show, "OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL hold this proxy's own address or key") {
+		t.Fatalf("config show does not say why the variables are not used:\n%s", show)
+	}
+}
