@@ -36,9 +36,9 @@ func newSetupCmd() *cobra.Command {
 		Short: "First-run wizard: pick the agent, the LLM provider, memory, skills and RL",
 		Long: `Asks which agent to wire, which LLM provider to use (it probes the endpoint),
 whether to enable memory, install the skill bank and review evolved skills, and
-whether to run RL on a training backend (main turns are then answered by the
-chosen model on that backend and stored as judged samples; the training loop
-that learns from them is not in this build yet, see docs/rl.md). It shows the changes to
+whether to run RL on a training backend (main turns are then answered by your
+LoRA of the chosen model on that backend, stored as judged samples and trained
+on in the scheduler's windows, see docs/rl.md). It shows the changes to
 config.yaml before writing them (secrets go to secrets.yaml, mode 0600; a key
 named with --api-key-env is read from that variable and stored there, so a host
 started from anywhere has it), warns when nothing would answer, and ends by
@@ -65,7 +65,7 @@ Every answer is also a flag, for scripts:
 	fl.BoolVar(&f.memory, "memory", true, "enable long-term memory")
 	fl.BoolVar(&f.installBank, "install-bank", true, "install the built-in skill bank")
 	fl.StringVar(&f.review, "skill-review", "auto", "evolved skills: auto (go live once checked) or manual (wait for approval)")
-	fl.StringVar(&f.rl, "rl", "off", "RL backend: off, tinker, mint or weaver (serving and judged samples; the training loop is not in this build yet)")
+	fl.StringVar(&f.rl, "rl", "off", "RL backend: off, tinker, mint or weaver (the LoRA answers main turns and trains on the judged samples)")
 	fl.StringVar(&f.rlKey, "rl-api-key", "", "RL backend API key")
 	fl.StringVar(&f.rlKeyEnv, "rl-api-key-env", "", "read the RL backend API key from this environment variable")
 	fl.StringVar(&f.rlModel, "rl-model", "", "base model to train")

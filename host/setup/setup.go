@@ -161,9 +161,9 @@ func (c Change) String() string {
 
 // RLStatus says what choosing an RL backend does in this build; the wizard,
 // `setup --help` and the plan show it. Keep it true as RL lands.
-const RLStatus = "With a backend, main turns are answered by the chosen model on it (its tokenizer: metaclaw rl fetch-tokenizer) " +
-	"and every answer is stored as a sample scored by the judge. The training loop that learns from the samples " +
-	"is not in this build yet (docs/rl.md): until it lands the model answers as its base"
+const RLStatus = "With a backend, main turns are answered by your LoRA of the chosen model on it (its tokenizer: metaclaw rl fetch-tokenizer), " +
+	"every answer is stored as a sample scored by the judge, and the LoRA trains on the samples in the scheduler's windows " +
+	"(sleep hours, idle); each step is swapped into serving (docs/rl.md)"
 
 // storedNote explains a secret read from an environment variable: it is
 // copied into secrets.yaml, so a host started anywhere has it.
