@@ -8,10 +8,13 @@
 #
 # Builds bin/metaclaw with `make build` (or takes --binary), installs it as
 # $PREFIX/bin/metaclaw (default ~/.local/bin/metaclaw), writes the config with
-# `metaclaw config set` when given the upstream flags, and wires one client
-# with `metaclaw wire <client> --yes`. Running it again changes nothing that
-# is already in place. --uninstall restores every wired client and removes
-# the binary; $METACLAW_HOME (default ~/.metaclaw) is kept unless --purge.
+# `metaclaw config set` when given the upstream flags (the key named by
+# --api-key-env is stored in secrets.yaml, 0600), installs the skill bank,
+# wires one client with `metaclaw wire <client> --yes`, and with --start
+# starts the host. Running it again changes nothing that is already in place.
+# --uninstall restores every wired client and removes the binary;
+# $METACLAW_HOME (default ~/.metaclaw) is kept unless --purge.
+
 set -euo pipefail
 
 prog=install.sh
@@ -19,7 +22,8 @@ die() { echo "$prog: $*" >&2; exit 1; }
 say() { echo "$prog: $*"; }
 
 usage() {
-	sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+	# the comment block at the top of this file, up to its first blank line
+	awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
 	exit "${1:-0}"
 }
 
@@ -62,30 +66,47 @@ BIN="$PREFIX/bin/metaclaw"
 MC_HOME="${METACLAW_HOME:-$HOME/.metaclaw}"
 
 if [ "$UNINSTALL" = 1 ]; then
+	did=0
 	mc="$BIN"
 	[ -x "$mc" ] || mc="$(command -v metaclaw 2>/dev/null || true)"
 	if [ -n "$mc" ] && [ -x "$mc" ]; then
 		args=(uninstall --yes)
 		[ "$PURGE" = 1 ] && args+=(--purge)
 		"$mc" "${args[@]}"
+		did=1
 	elif [ "$PURGE" = 1 ] && [ -d "$MC_HOME" ]; then
 		if ls "$MC_HOME"/backups/*/*/manifest.json >/dev/null 2>&1 && grep -qs '"state": "wired"' "$MC_HOME"/backups/*/*/manifest.json; then
 			die "clients are still wired but no metaclaw binary is left to restore them; reinstall, then run --uninstall again"
 		fi
 		rm -rf -- "$MC_HOME"
 		say "deleted $MC_HOME"
+		did=1
 	fi
 	if [ -e "$BIN" ]; then
 		rm -f -- "$BIN"
 		say "removed $BIN"
+		did=1
 	fi
-	say "uninstalled"
+	if [ "$did" = 0 ]; then
+		kept=""
+		[ -d "$MC_HOME" ] && kept=" ($MC_HOME is kept: --uninstall --purge deletes it)"
+		say "nothing to uninstall: no metaclaw at $BIN or on PATH$kept"
+	else
+		say "uninstalled"
+	fi
 	exit 0
 fi
 
 case "$API" in ""|openai|anthropic) ;; *) die "--api must be openai or anthropic" ;; esac
 case "$VIA" in ""|proxy|hooks|both) ;; *) die "--via must be proxy, hooks or both" ;; esac
 [ ${#AGENTS[@]} -eq 0 ] || [ -n "$CLIENT" ] || die "--agent needs --client"
+# the key is checked before anything is installed
+KEY=""
+if [ -n "$API_KEY_ENV" ]; then
+	[[ "$API_KEY_ENV" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "--api-key-env takes a variable name, not a key"
+	KEY="${!API_KEY_ENV:-}"
+	[ -n "$KEY" ] || die "$API_KEY_ENV is empty: export it first (the key is stored in $MC_HOME/secrets.yaml, mode 0600)"
+fi
 
 # 1. the binary
 if [ -z "$BINARY" ]; then
@@ -130,14 +151,14 @@ setkey() {
 [ -n "$API" ] && setkey llm.api "$API"
 [ -n "$API_BASE" ] && setkey llm.api_base "$API_BASE"
 [ -n "$MODEL" ] && setkey llm.model_id "$MODEL"
-if [ -n "$API_KEY_ENV" ]; then
-	[[ "$API_KEY_ENV" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "--api-key-env takes a variable name, not a key"
-	key="${!API_KEY_ENV:-}"
-	[ -n "$key" ] || die "$API_KEY_ENV is empty: export it first (the key is stored in $MC_HOME/secrets.yaml, mode 0600)"
-	setkey llm.api_key "$key"
-fi
+[ -n "$KEY" ] && setkey llm.api_key "$KEY"
 
-# 4. the client
+# 4. the skill bank (what `metaclaw setup` installs; skills you wrote or
+# edited are never overwritten)
+bank="$("$BIN" skills install-bank)" || die "installing the skill bank failed (see above)"
+say "skills: $bank"
+
+# 5. the client
 if [ -n "$CLIENT" ]; then
 	args=(wire "$CLIENT" --yes)
 	for a in "${AGENTS[@]}"; do args+=(--agent "$a"); done
@@ -153,4 +174,8 @@ case ":$PATH:" in
 *":$PREFIX/bin:"*) ;;
 *) say "add $PREFIX/bin to your PATH (e.g. in ~/.profile: export PATH=\"$PREFIX/bin:\$PATH\")" ;;
 esac
-say "done. Next: metaclaw start; metaclaw doctor"
+if [ "$START" = 1 ]; then
+	say "done. Next: metaclaw doctor"
+else
+	say "done. Next: metaclaw start; metaclaw doctor"
+fi

@@ -25,6 +25,7 @@ type shimRun struct {
 	ToolsDisabled    []string        `json:"toolsDisabled"`
 	Warnings         []string        `json:"warnings"`
 	ToolResult       json.RawMessage `json:"toolResult"`
+	Debug            []string        `json:"debug"`
 }
 
 // runShim loads index.mjs in Node the way OpenClaw does (three register()
@@ -173,10 +174,13 @@ func TestShimFailsOpen(t *testing.T) {
 			if r.First != nil || r.Second != nil {
 				t.Fatalf("injected without an answer: %+v", r)
 			}
-			// silent: the 300 ms deadline ends the wait; crash: the child's
-			// exit does, long before the 120 s deadline.
+			// silent: the 300 ms deadline ends the wait (the hook says so);
+			// crash: the child's exit does, long before the 120 s deadline.
 			if r.FirstMs > 60000 {
 				t.Fatalf("hook waited %d ms", r.FirstMs)
+			}
+			if mode == "silent" && !strings.Contains(strings.Join(r.Debug, "\n"), "timed out after 300 ms") {
+				t.Fatalf("silent child: the hook did not time out after timeoutMs: %q", r.Debug)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 	"github.com/metaclaw-go/metaclaw/plugin"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
@@ -43,6 +44,9 @@ func TestBlockCorrelationWithoutTraceID(t *testing.T) {
 		Mutate: func(o *proxy.Options) { o.ResolveTrace = srv.ResolveTrace },
 	})
 	s := serve(t, home, plugin.ClientClaude, false)
+	// The host answers; serve's 500 ms budgets are for the fail-open tests
+	// and were overrun under -race on a loaded machine.
+	s.relay.ContextTimeout, s.relay.CallTimeout = testwait.Deadline, testwait.Deadline
 	id := protocol.Identity{Agent: "nano", Session: "cc-session-1"}
 
 	var ctxRes protocol.ContextResult

@@ -90,17 +90,26 @@ func showConfig(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(h)
-	if err != nil {
-		return err
+	// A configuration that does not load is still shown as far as it can be
+	// read (problem keys at their defaults), and the problems are the error.
+	cfg, loadErr := config.LoadPartial(h)
+	if cfg == nil {
+		return loadErr
 	}
 	out, err := cfg.ShowYAML()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "# %s\n%s", filepath.Join(h, config.ConfigFile), out)
+	fmt.Fprintf(cmd.OutOrStdout(), "# %s\n", filepath.Join(h, config.ConfigFile))
+	if loadErr != nil {
+		fmt.Fprintln(cmd.OutOrStdout(), "# does NOT load (see the errors): what could be read; a value that does not parse shows its default")
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s", out)
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+	}
+	if loadErr != nil {
+		return withConfigFix(loadErr)
 	}
 	return nil
 }

@@ -27,6 +27,11 @@ func newStartCmd() *cobra.Command {
 host runs per state dir, and returns once /healthz answers. --foreground stays
 attached (Ctrl-C stops it gracefully).
 
+When the host already runs, start says so and exits 0 (scripts can call it
+unconditionally); the running host keeps its config until it is restarted.
+With --foreground it exits 1 instead (a service manager must not think it
+started a second host).
+
 Without a config file it starts on defaults (127.0.0.1:30000) and takes the
 upstream from OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL.`,
 		Args: cobra.NoArgs,
@@ -37,7 +42,7 @@ upstream from OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY/ANTHROPIC_BASE
 			}
 			cfg, err := config.Load(h)
 			if err != nil {
-				return fmt.Errorf("%w\n(fix the file named above; `metaclaw config show` prints the effective configuration)", err)
+				return withConfigFix(err)
 			}
 			if cmd.Flags().Changed("mode") {
 				cfg.Mode = mode
@@ -71,8 +76,11 @@ upstream from OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY/ANTHROPIC_BASE
 			info, err := daemon.Start(daemon.StartOptions{Home: h, Args: args})
 			var already *daemon.AlreadyRunningError
 			if errors.As(err, &already) {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", already.Error())
-				return exitCode(1)
+				// Starting a running host succeeds, so scripts can run
+				// `metaclaw start` unconditionally; the running host keeps
+				// the config it started with.
+				fmt.Fprintf(cmd.OutOrStdout(), "%s; nothing to do (to apply config changes: metaclaw stop && metaclaw start)\n", already.Error())
+				return nil
 			}
 			if err != nil {
 				return err
@@ -195,6 +203,7 @@ func printStatus(w interface{ Write([]byte) (int, error) }, st daemon.Status) {
 		if st.Upstream.Source != "" {
 			up += " (from " + st.Upstream.Source + ")"
 		}
+		up += "; " + keySourceText(st.Upstream.KeySource)
 	}
 	auth := "none (loopback only)"
 	if st.Auth {

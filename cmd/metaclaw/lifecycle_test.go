@@ -18,6 +18,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 var (
@@ -164,7 +165,7 @@ func TestStartStatusStopAsProcesses(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	out, code = c.run("start", "--port", "0")
-	if code == 0 || !strings.Contains(out, "already running") || !strings.Contains(out, st.Listen) {
+	if code != 0 || !strings.Contains(out, "already running") || !strings.Contains(out, st.Listen) {
 		t.Fatalf("second start: %d %s", code, out)
 	}
 
@@ -206,7 +207,8 @@ func TestStartStatusStopAsProcesses(t *testing.T) {
 		resp.Body.Close()
 		done <- result{code: resp.StatusCode, body: string(b)}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// Stop once the upstream holds the request (the proxy is mid-turn).
+	testwait.For(t, "the slow request to reach the upstream", func() bool { return len(up.Requests()) == 2 })
 	out, code = c.run("stop")
 	if code != 0 || !strings.Contains(out, "stopped") {
 		t.Fatalf("stop: %d %s", code, out)

@@ -10,7 +10,9 @@ import (
 )
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	root := newRoot()
+	root.SetVersionTemplate("metaclaw {{.Version}}\n") // --version prints what `metaclaw version` prints
+	if err := root.Execute(); err != nil {
 		var ec exitCode
 		if errors.As(err, &ec) {
 			os.Exit(int(ec))

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
@@ -88,13 +89,7 @@ func TestMCPServer(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Fatalf("broken tool: %v %+v", err, res)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for changed.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if changed.Load() == 0 {
-		t.Fatal("no tools/list_changed notification")
-	}
+	testwait.For(t, "the tools/list_changed notification", func() bool { return changed.Load() != 0 })
 	// The host goes away: calls fail as tool errors, the server stays up.
 	h.Stop()
 	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: core.ToolMemorySearch, Arguments: map[string]any{"query": "x"}})

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
@@ -37,8 +39,9 @@ func newVersionCmd() *cobra.Command {
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
+		// stdout, like --version: v=$(metaclaw version) must capture it.
 		Run: func(cmd *cobra.Command, _ []string) {
-			cmd.Println("metaclaw", version.Version)
+			fmt.Fprintln(cmd.OutOrStdout(), "metaclaw", version.Version)
 		},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/huh"
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
@@ -35,9 +36,13 @@ func newSetupCmd() *cobra.Command {
 		Short: "First-run wizard: pick the agent, the LLM provider, memory, skills and RL",
 		Long: `Asks which agent to wire, which LLM provider to use (it probes the endpoint),
 whether to enable memory, install the skill bank and review evolved skills, and
-whether to train with RL. It shows the changes to config.yaml before writing them
-(secrets go to secrets.yaml, mode 0600) and ends by offering to start the host
-and wire the agent.
+whether to run RL on a training backend (main turns are then answered by your
+LoRA of the chosen model on that backend, stored as judged samples and trained
+on in the scheduler's windows, see docs/rl.md). It shows the changes to
+config.yaml before writing them (secrets go to secrets.yaml, mode 0600; a key
+named with --api-key-env is read from that variable and stored there, so a host
+started from anywhere has it), warns when nothing would answer, and ends by
+offering to start the host and wire the agent.
 
 Every answer is also a flag, for scripts:
   metaclaw setup --client openclaw --provider openai --api-key-env OPENAI_API_KEY --model gpt-4.1 --yes`,
@@ -60,7 +65,7 @@ Every answer is also a flag, for scripts:
 	fl.BoolVar(&f.memory, "memory", true, "enable long-term memory")
 	fl.BoolVar(&f.installBank, "install-bank", true, "install the built-in skill bank")
 	fl.StringVar(&f.review, "skill-review", "auto", "evolved skills: auto (go live once checked) or manual (wait for approval)")
-	fl.StringVar(&f.rl, "rl", "off", "RL training backend: off, tinker, mint or weaver")
+	fl.StringVar(&f.rl, "rl", "off", "RL backend: off, tinker, mint or weaver (the LoRA answers main turns and trains on the judged samples)")
 	fl.StringVar(&f.rlKey, "rl-api-key", "", "RL backend API key")
 	fl.StringVar(&f.rlKeyEnv, "rl-api-key-env", "", "read the RL backend API key from this environment variable")
 	fl.StringVar(&f.rlModel, "rl-model", "", "base model to train")
@@ -83,7 +88,7 @@ func runSetup(cmd *cobra.Command, f *setupFlags) error {
 	out := cmd.OutOrStdout()
 	cfg, err := config.Load(h)
 	if err != nil {
-		return fmt.Errorf("%w\nsetup never overwrites a config it cannot read: fix the file first", err)
+		return fmt.Errorf("%w\nsetup never overwrites a config it cannot read", withConfigFix(err))
 	}
 	_, statErr := os.Stat(filepath.Join(h, config.ConfigFile))
 	existing := statErr == nil
@@ -145,6 +150,11 @@ func runSetup(cmd *cobra.Command, f *setupFlags) error {
 		return err
 	} else if created {
 		fmt.Fprintf(out, "Generated a proxy key in %s (mode 0600): clients must send it. `metaclaw wire` sets it in the client; for SDKs: eval \"$(metaclaw env)\"\n", filepath.Join(h, config.SecretsFile))
+	}
+	if saved, err := config.Load(h); err == nil {
+		for _, w := range setup.Warnings(saved) {
+			fmt.Fprintln(out, "warning: "+w)
+		}
 	}
 	if a.InstallBank {
 		if err := runSub(cmd, "skills", "install-bank"); err != nil {
@@ -252,10 +262,11 @@ func answersFromFlags(f *setupFlags) (setup.Answers, error) {
 	if err != nil {
 		return a, err
 	}
-	a.APIKey = key
+	a.APIKey, a.APIKeyEnv = key, f.apiKeyEnv
 	if a.RLAPIKey, err = secretFrom(f.rlKey, f.rlKeyEnv, "--rl-api-key-env"); err != nil {
 		return a, err
 	}
+	a.RLAPIKeyEnv = f.rlKeyEnv
 	if f.sleep != "" {
 		start, end, ok := strings.Cut(f.sleep, "-")
 		if !ok {
@@ -304,7 +315,12 @@ func form(cmd *cobra.Command, f *setupFlags, groups ...*huh.Group) error {
 	return nil
 }
 
+// confirm asks a yes/no question; without a terminal (and without
+// --accessible) it cannot, and says how to answer by flag instead.
 func confirm(cmd *cobra.Command, f *setupFlags, title string, v *bool) error {
+	if !f.accessible && !isTerminal(cmd.InOrStdin()) {
+		return fmt.Errorf("setup would ask %q but has no terminal to ask on; pass --yes to accept (or --accessible for line-by-line prompts)", title)
+	}
 	return form(cmd, f, huh.NewGroup(huh.NewConfirm().Title(title).Value(v)))
 }
 
@@ -368,13 +384,18 @@ func askInteractive(cmd *cobra.Command, f *setupFlags, cfg *config.Config) (setu
 	)); err != nil {
 		return a, err
 	}
+	// A key kept from the provider's variable is stored like one named with
+	// --api-key-env (the plan says so).
+	if p.KeyEnv != "" && a.APIKey != "" && a.APIKey == os.Getenv(p.KeyEnv) {
+		a.APIKeyEnv = p.KeyEnv
+	}
 
 	if err := form(cmd, f, huh.NewGroup(
 		huh.NewConfirm().Title("Enable long-term memory?").Value(&a.Memory),
 		huh.NewConfirm().Title("Install the built-in skill bank?").Value(&a.InstallBank),
 		huh.NewSelect[string]().Title("Skills learned from sessions").Options(
 			huh.NewOption("go live once checked (auto)", "auto"), huh.NewOption("wait for my approval (manual)", "manual")).Value(&a.SkillReview),
-		huh.NewSelect[string]().Title("RL training of your model").Options(
+		huh.NewSelect[string]().Title("RL training of your model").Description(setup.RLStatus).Options(
 			huh.NewOption("off", "off"), huh.NewOption("Tinker", "tinker"), huh.NewOption("MinT", "mint"), huh.NewOption("Weaver", "weaver")).Value(&a.RLBackend),
 	)); err != nil {
 		return a, err
@@ -402,14 +423,11 @@ func askInteractive(cmd *cobra.Command, f *setupFlags, cfg *config.Config) (setu
 	return a, nil
 }
 
-// isTerminal reports whether r is an interactive terminal.
+// isTerminal reports whether r is an interactive terminal (not merely a
+// character device: /dev/null is one too).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 type oneByteReader struct{ r io.Reader }

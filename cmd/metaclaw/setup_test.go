@@ -16,9 +16,10 @@ import (
 // runIn runs the binary with stdin.
 func (c *cli) runIn(stdin string, args ...string) (string, int) {
 	c.t.Helper()
+	bin := binary(c.t) // built before the clock starts
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(c.t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = c.env
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
@@ -52,10 +53,13 @@ func TestSetupNonInteractive(t *testing.T) {
 		t.Fatalf("probe request %s %v", r.Path, r.Header)
 	}
 	cfgText, _ := os.ReadFile(filepath.Join(c.home, "config.yaml"))
-	for _, want := range []string{up.URL + "/v1", "m-1", "manual", "skills_only"} {
+	for _, want := range []string{up.URL + "/v1", "m-1", "manual"} {
 		if !strings.Contains(string(cfgText), want) {
 			t.Fatalf("config.yaml lacks %q:\n%s", want, cfgText)
 		}
+	}
+	if strings.Contains(string(cfgText), "mode:") {
+		t.Fatalf("setup with RL off changed the mode:\n%s", cfgText)
 	}
 	if strings.Contains(string(cfgText), "sk-from-env") {
 		t.Fatal("key in config.yaml")

@@ -258,11 +258,16 @@ directory first.`,
 }
 
 func newDoctorCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, noProbe bool
 	cmd := &cobra.Command{
 		Use:   "doctor [client]",
-		Short: "Check that wired clients reach a live proxy and their hooks are in place",
-		Long: `For every installed or wired client (or just the one named): does its config
+		Short: "Check the config, the host, the upstream, and that wired clients reach MetaClaw",
+		Long: `First MetaClaw itself: does the config load, does the host answer, is an
+upstream LLM configured, where does its key come from (secrets.yaml, or an
+environment variable only a host started with it has), and does the upstream
+answer a probe (GET /models, or a one-token request; --no-probe skips it)?
+
+Then, for every installed or wired client (or just the one named): does its config
 point at the proxy on the configured address, does the proxy answer /healthz,
 are metaclaw's entries, extension and hooks still installed and allowed? And
 does a probe turn reach the core: for each wired agent, doctor pings the host
@@ -271,6 +276,10 @@ context (no LLM call, no turn recorded). Each problem comes with the exact comma
 check fails.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			hd, err := newHostDoctor(cmd, asJSON, noProbe)
+			if err != nil {
+				return err
+			}
 			eng, req, _, err := wireSetup(cmd)
 			if err != nil {
 				return err
@@ -293,6 +302,7 @@ check fails.`,
 			probe := newSocketProbe(h)
 			defer probe.Close()
 			findings := eng.Doctor(context.Background(), list, adapters.DoctorInput{Request: req, Probe: probe.Probe})
+			findings = hd.with(context.Background(), eng, list, findings)
 			bad := 0
 			for _, f := range findings {
 				if !f.OK {
@@ -313,14 +323,19 @@ check fails.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
+	cmd.Flags().BoolVar(&noProbe, "no-probe", false, "do not send the upstream LLM a probe request")
 	return cmd
 }
 
 func printFindings(w io.Writer, findings []adapters.Finding) {
-	if len(findings) == 0 {
+	defer func() {
+		for _, f := range findings {
+			if f.Client != hostClient {
+				return
+			}
+		}
 		fmt.Fprintln(w, "no client installed or wired here (`metaclaw wire` lists the clients metaclaw knows)")
-		return
-	}
+	}()
 	last := ""
 	for _, f := range findings {
 		if f.Client != last {

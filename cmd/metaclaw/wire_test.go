@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
@@ -186,9 +187,22 @@ func TestCLIWireOpenClawConfirmDoctorUnwire(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	// doctor's own checks: the config, the host on the configured port, and
+	// an upstream that answers the probe
+	up := fakellm.New()
+	defer up.Close()
+	if out, err := w.run("", "config", "set", "llm.api_base", up.URL+"/v1"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
 	out, err = w.run("", "doctor")
 	if err != nil || strings.Contains(out, "FAIL") || !strings.Contains(out, "allowConversationAccess") {
 		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	for _, want := range []string{"[ok ] config " + filepath.Join(w.mc, "config.yaml") + " loads", "[ok ] a host answers at http://127.0.0.1:" + u.Port(),
+		"[ok ] upstream openai " + up.URL + "/v1 (from config); no API key: answers"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("doctor lacks %q:\n%s", want, out)
+		}
 	}
 	// the probe went through the core (its context providers) for the wired
 	// agent, and recorded nothing

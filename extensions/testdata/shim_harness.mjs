@@ -20,7 +20,7 @@ for (const mode of ["full", "discovery", "discovery"]) {
     // (a loaded machine), so an answer or the child's exit ends the wait.
     pluginConfig: { timeoutMs: scenario === "silent" ? 300 : 120000, home: process.env.TEST_HOME, agents: ["main"] },
     rootDir: process.env.TEST_ROOT,
-    logger: { debug() {}, warn(m) { out.warnings.push(m); }, info() {} },
+    logger: { debug(m) { (out.debug ??= []).push(String(m)); }, warn(m) { out.warnings.push(m); }, info() {} },
     on: (name, fn) => { handlers[name] = fn; },
     registerService: (svc) => { out.service = svc.id; },
     registerTool: (factory, opts) => { handlers.__tools = factory; out.toolNames = opts.names; },
@@ -38,8 +38,13 @@ out.firstMs = Date.now() - t0;
 out.dup = await regs[2].before_prompt_build(ev, ctx); // same run on another registration
 out.second = await regs[2].before_prompt_build(ev, { ...ctx, runId: "run-2" });
 await regs[1].agent_end({ messages: [{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "text", text: "yo" }] }], success: true }, ctx);
-await new Promise((r) => setTimeout(r, 100));
-const tools = regs[1].__tools({ agentId: "main", sessionId: "s1" });
+// The host's tool list replaces the fallback once the child answered
+// tools.list: wait for that (bounded), not for a fixed time.
+let tools = regs[1].__tools({ agentId: "main", sessionId: "s1" });
+for (let i = 0; scenario === "ok" && i < 3000 && tools.length === out.toolsBeforeChild.length; i++) {
+  await new Promise((r) => setTimeout(r, 10));
+  tools = regs[1].__tools({ agentId: "main", sessionId: "s1" });
+}
 out.toolsAfterChild = tools.map((t) => t.name);
 out.toolsOtherAgent = regs[1].__tools({ agentId: "coder" }).map((t) => t.name);
 fs.writeFileSync(path.join(process.env.TEST_HOME, "disabled"), "off\n");

@@ -227,6 +227,35 @@ func TestErrorFields(t *testing.T) {
 	}
 }
 
+// TestYAMLSyntaxErrorLine: a syntax error names the line to fix, not the
+// line before it (the YAML library counts a construct's start from 0).
+func TestYAMLSyntaxErrorLine(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		line       int
+	}{
+		{"unclosed flow list", "mode: auto\nllm:\n  model_id: [unclosed\n  api: openai\n", 3},
+		{"unclosed flow list at the end", "mode: auto\nllm:\n  model_id: [unclosed\n", 3},
+		{"tab indent", "mode: auto\nllm:\n  api: openai\n\tmodel_id: x\n", 4},
+		{"bad indent", "mode: auto\n  llm: x\n", 2},
+		{"unterminated quote", "mode: auto\nllm:\n  api_base: \"unterminated\n", 3},
+		{"mapping in a plain value", "mode: auto\nllm:\n  model_id: a: b\n", 3},
+		{"a valid multi-line list before the error", "skills:\n  dir: [\n    a,\n    b]\nmode: auto\n\tx: 1\n", 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadYAML(t, tt.yaml)
+			var ce *Error
+			if !errors.As(err, &ce) || !strings.Contains(ce.Msg, "invalid YAML") {
+				t.Fatalf("want an invalid-YAML error, got %v", err)
+			}
+			if ce.Line != tt.line {
+				t.Fatalf("line %d, want %d: %v", ce.Line, tt.line, err)
+			}
+		})
+	}
+}
+
 func TestHHMM(t *testing.T) {
 	tests := []struct {
 		in string

@@ -39,13 +39,13 @@ func parseYAML(file string, data []byte) (root *yaml.Node, err error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, yamlSyntaxError(file, err)
+		return nil, yamlSyntaxError(file, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &Error{File: file, Line: extra.Line, Msg: "more than one YAML document (`---`); keep a single document"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlSyntaxError(file, err)
+		return nil, yamlSyntaxError(file, data, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, nil
@@ -53,16 +53,61 @@ func parseYAML(file string, data []byte) (root *yaml.Node, err error) {
 	return &doc, nil
 }
 
-func yamlSyntaxError(file string, err error) *Error {
+func yamlSyntaxError(file string, data []byte, err error) *Error {
 	msg := err.Error()
 	line := 0
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = msg[len(m[0]):]
+		line = syntaxErrorLine(data, err.Error(), line)
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
 	return &Error{File: file, Line: line, Msg: "invalid YAML: " + msg + "; fix the syntax (indent with spaces, quote values containing `: ` or `#`)", Err: err}
+}
+
+// maxLineSearch bounds syntaxErrorLine's work (one parse per line).
+const maxLineSearch = 2000
+
+// syntaxErrorLine finds the line a YAML syntax error is on. The YAML library
+// reports the line where the broken construct's context starts, and for
+// most errors counts it from 0 (`key: [unclosed` on line 3 is reported on
+// line 2; a tab on line 4 inside a value begun on line 3, on line 3). The
+// line a person must fix is the first one whose text makes the document
+// fail this way: the shortest prefix of the file (in whole lines) that fails
+// with the very same error (message and reported line, so a construct cut
+// in half elsewhere does not count). When no prefix reproduces it, the
+// library's line is kept.
+func syntaxErrorLine(data []byte, want string, reported int) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxLineSearch {
+		return reported
+	}
+	for n := max(reported, 1); n <= len(lines); n++ {
+		if err := parseAll(bytes.Join(lines[:n], nil)); err != nil && err.Error() == want {
+			return n
+		}
+	}
+	return reported
+}
+
+// parseAll parses every document of data and returns the first error.
+func parseAll(data []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("parser failure: %v", r)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // docRoot returns the top mapping of a parsed document, or nil when the

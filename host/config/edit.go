@@ -131,7 +131,7 @@ func edit(home, key string, strictHost bool, change func(cfg, sec *editFile) err
 			return fmt.Errorf("not changing %s: fix the file first (nothing was written): %w", ef.path, ef.parseErr)
 		}
 	}
-	_, structural, _ := build(input{home: home, cfg: cfg.data, sec: sec.data, env: noEnv})
+	current, structural, _ := build(input{home: home, cfg: cfg.data, sec: sec.data, env: noEnv})
 	if rest := structural.without(key); len(rest) > 0 {
 		return fmt.Errorf("not changing the configuration: fix these problems first (nothing was written):\n%w", rest.err())
 	}
@@ -143,7 +143,7 @@ func edit(home, key string, strictHost bool, change func(cfg, sec *editFile) err
 	}
 	_, structural, invalid := build(input{home: home, cfg: cfg.out, sec: sec.out, env: os.LookupEnv, strictHost: strictHost})
 	if errs := append(structural, invalid...); len(errs) > 0 {
-		return fmt.Errorf("not saved, the result would be invalid (nothing was written):\n%w", errs.err())
+		return fmt.Errorf("not saved, the result would be invalid (nothing was written):\n%w", relocate(errs, key, current).err())
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return wrapf(err, "create %s", home)
@@ -163,6 +163,31 @@ func edit(home, key string, strictHost bool, change func(cfg, sec *editFile) err
 		}
 	}
 	return nil
+}
+
+// relocate points the errors of a rejected edit at what the user can see.
+// The lines in them are those of the text that was not written: the value
+// being set is named by its key alone (it is not in the file), and a
+// problem elsewhere gets its line in the file as it is now (or none).
+func relocate(errs errList, key string, current *Config) errList {
+	out := make(errList, 0, len(errs))
+	for _, e := range errs {
+		var ce *Error
+		if !errors.As(e, &ce) || ce.File == "" {
+			out = append(out, e)
+			continue
+		}
+		moved := *ce
+		if ce.Key == key || strings.HasPrefix(ce.Key, key+".") {
+			moved.File, moved.Line = "", 0
+		} else if loc, ok := current.loc[ce.Key]; ok && loc.file == ce.File {
+			moved.Line = loc.line
+		} else {
+			moved.Line = 0
+		}
+		out = append(out, &moved)
+	}
+	return out
 }
 
 // holdsSecrets reports whether a config.yaml text sets any secret key.

@@ -68,12 +68,13 @@ func TestEnvBadValues(t *testing.T) {
 func TestUpstreamFallback(t *testing.T) {
 	tests := []struct {
 		name                   string
-		yaml                   string
+		yaml, secrets          string
 		env                    map[string]string
 		wantAPI, wantBase      string
 		wantKey, wantSource    string
 		wantKeySource          string
 		wantConfiguredUpstream bool
+		wantWarning            string
 	}{
 		{
 			name: "openai key only", env: map[string]string{"OPENAI_API_KEY": "sk-o"},
@@ -132,6 +133,23 @@ func TestUpstreamFallback(t *testing.T) {
 			name: "nothing configured", env: map[string]string{},
 			wantAPI: "openai", wantSource: "", wantKeySource: "default",
 		},
+		{
+			name: "the variables `metaclaw env` sets point at the proxy itself", secrets: "proxy:\n  api_key: pk-proxy-key-123456\n",
+			env: map[string]string{"OPENAI_API_KEY": "pk-proxy-key-123456", "OPENAI_BASE_URL": "http://127.0.0.1:30000/v1",
+				"ANTHROPIC_API_KEY": "pk-proxy-key-123456", "ANTHROPIC_BASE_URL": "http://localhost:30000"},
+			wantAPI: "openai", wantSource: "", wantKeySource: "default",
+			wantWarning: "OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL hold this proxy's own address or key",
+		},
+		{
+			name: "the proxy key is never sent upstream", yaml: "llm:\n  api_base: https://api.openai.com/v1\n", secrets: "proxy:\n  api_key: pk-proxy-key-123456\n",
+			env:     map[string]string{"OPENAI_API_KEY": "pk-proxy-key-123456"},
+			wantAPI: "openai", wantBase: "https://api.openai.com/v1", wantSource: "config", wantKeySource: "default", wantConfiguredUpstream: true,
+			wantWarning: "OPENAI_API_KEY holds this proxy's own address or key",
+		},
+		{
+			name: "a local model server on another port is an upstream", env: map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"},
+			wantAPI: "openai", wantBase: "http://127.0.0.1:11434/v1", wantSource: "env OPENAI_BASE_URL", wantKeySource: "default", wantConfiguredUpstream: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,9 +157,19 @@ func TestUpstreamFallback(t *testing.T) {
 			if tt.yaml != "" {
 				files[ConfigFile] = tt.yaml
 			}
+			if tt.secrets != "" {
+				files[SecretsFile] = tt.secrets
+			}
 			c, err := LoadWith(writeHome(t, files), envMap(tt.env))
 			if err != nil {
 				t.Fatal(err)
+			}
+			warnings := strings.Join(c.Warnings, "\n")
+			if (tt.wantWarning == "") != (warnings == "") || !strings.Contains(warnings, tt.wantWarning) {
+				t.Errorf("warnings %q, want %q", warnings, tt.wantWarning)
+			}
+			if strings.Contains(warnings, "pk-proxy-key") {
+				t.Errorf("a warning shows the key: %q", warnings)
 			}
 			if c.LLM.API != tt.wantAPI || c.LLM.APIBase != tt.wantBase || c.LLM.APIKey != tt.wantKey {
 				t.Errorf("api=%q base=%q key=%q", c.LLM.API, c.LLM.APIBase, c.LLM.APIKey)

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -104,12 +107,8 @@ func LoadWith(home string, lookupEnv func(string) (string, bool)) (*Config, erro
 	if err := CheckHome(home); err != nil {
 		return nil, err
 	}
-	in := input{home: home, env: lookupEnv}
-	var err error
-	if in.cfg, in.cfgMode, err = readOptional(filepath.Join(home, ConfigFile)); err != nil {
-		return nil, err
-	}
-	if in.sec, in.secMode, err = readOptional(filepath.Join(home, SecretsFile)); err != nil {
+	in, err := readInput(home, lookupEnv)
+	if err != nil {
 		return nil, err
 	}
 	c, structural, invalid := build(in)
@@ -118,6 +117,17 @@ func LoadWith(home string, lookupEnv func(string) (string, bool)) (*Config, erro
 		return nil, errs.err()
 	}
 	return c, nil
+}
+
+// readInput reads both files of home (a missing one is nil).
+func readInput(home string, lookupEnv func(string) (string, bool)) (input, error) {
+	in := input{home: home, env: lookupEnv}
+	var err error
+	if in.cfg, in.cfgMode, err = readOptional(filepath.Join(home, ConfigFile)); err != nil {
+		return in, err
+	}
+	in.sec, in.secMode, err = readOptional(filepath.Join(home, SecretsFile))
+	return in, err
 }
 
 // input is what one configuration is built from.
@@ -297,8 +307,29 @@ var upstreamEnv = []struct{ api, keyVar, baseVar, defBase string }{
 
 // upstreamFallback lets `metaclaw start` work with just the variables the
 // user's agent already has. It only fills what file and METACLAW_* left empty.
+//
+// A shell that ran `eval "$(metaclaw env)"` has these variables pointing at
+// this proxy with the proxy key: they are skipped (with a warning), or the
+// host would be its own upstream and send the proxy key to itself.
 func (c *Config) upstreamFallback(env func(string) (string, bool)) {
-	get := func(k string) string { v, _ := env(k); return strings.TrimSpace(v) }
+	var own []string // variables that hold the proxy's own key or address
+	get := func(k string) string {
+		v, _ := env(k)
+		v = strings.TrimSpace(v)
+		if v == "" || v != c.Proxy.APIKey && !c.pointsAtProxy(v) {
+			return v
+		}
+		if !slices.Contains(own, k) {
+			own = append(own, k)
+		}
+		return ""
+	}
+	defer func() {
+		verb := map[bool]string{true: " holds", false: " hold"}[len(own) == 1]
+		if len(own) > 0 {
+			c.Warnings = append(c.Warnings, strings.Join(own, ", ")+verb+" this proxy's own address or key (as `metaclaw env` sets them for clients): not used for the upstream; set the upstream with `metaclaw setup` or `metaclaw config set llm.api_base`/`llm.api_key`")
+		}
+	}()
 	explicitAPI := c.Sources["llm.api"] != ""
 	if c.LLM.APIBase == "" {
 		for _, p := range upstreamEnv {
@@ -334,6 +365,17 @@ func (c *Config) upstreamFallback(env func(string) (string, bool)) {
 			}
 		}
 	}
+}
+
+// pointsAtProxy reports whether u is this proxy's own address (a loopback
+// or its listen host, with its port).
+func (c *Config) pointsAtProxy(u string) bool {
+	pu, err := url.Parse(u)
+	if err != nil || pu.Port() != strconv.Itoa(c.Proxy.Port) {
+		return false
+	}
+	h := pu.Hostname()
+	return isLoopback(h) || strings.EqualFold(h, strings.Trim(c.Proxy.Host, "[]"))
 }
 
 func isWildcard(h string) bool {

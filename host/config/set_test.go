@@ -237,6 +237,27 @@ func TestSetRejectsInvalidValue(t *testing.T) {
 	}
 }
 
+// TestSetErrorLines: a rejected `config set` names lines of the file as it
+// is on disk: the value being set has no line (it was never written), and
+// another key's problem keeps its current line even when the edit would
+// have moved it.
+func TestSetErrorLines(t *testing.T) {
+	home := writeHome(t, map[string]string{ConfigFile: "# my config\nmode: auto\nllm:\n  api: openai\n  model_id: gpt\n"})
+	err := Set(home, "proxy.port", "70000")
+	if err == nil || !strings.Contains(err.Error(), "`proxy.port`: must be between 0 and 65535") || strings.Contains(err.Error(), ConfigFile+":") {
+		t.Fatalf("set proxy.port 70000: %v", err)
+	}
+	const public = "llm:\n  api: openai\nproxy:\n  host: 192.168.1.10\n"
+	home = writeHome(t, map[string]string{ConfigFile: public})
+	err = Set(home, "llm.model_id", "x") // would be inserted at line 3, moving proxy.host to line 5
+	if err == nil || !strings.Contains(err.Error(), ConfigFile+":4: `proxy.host`") {
+		t.Fatalf("set with another key broken: %v", err)
+	}
+	if got := readFile(t, filepath.Join(home, ConfigFile)); got != public {
+		t.Fatalf("file changed: %q", got)
+	}
+}
+
 func TestSetTypes(t *testing.T) {
 	tests := []struct{ key, value, line, get string }{
 		{"skills.enabled", "no", "enabled: false", "false"},
@@ -305,7 +326,7 @@ func TestSetFileModeAndAtomicity(t *testing.T) {
 	}
 	home2 := t.TempDir()
 	if err := os.Symlink(real, filepath.Join(home2, ConfigFile)); err != nil {
-		t.Skip("symlinks unsupported:", err)
+		t.Fatal(err)
 	}
 	if err := Set(home2, "mode", "auto"); err != nil {
 		t.Fatal(err)

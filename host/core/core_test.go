@@ -15,6 +15,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 func newCore(t *testing.T, o Options) (*Core, *store.SQLite) {
@@ -231,17 +232,10 @@ func TestSessionEndJobsRunWithRetry(t *testing.T) {
 	if calls.Load() != 2 {
 		t.Fatalf("flaky handler ran %d times, want 2 (one failure, one success)", calls.Load())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.For(t, "the job to finish", func() bool {
 		counts, _ := st.Counts(context.Background())
-		if counts.PendingJobs == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job still pending: %+v", counts)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return counts.PendingJobs == 0
+	})
 }
 
 func TestIdleSessionsAreEnded(t *testing.T) {

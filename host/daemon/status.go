@@ -49,6 +49,9 @@ type Upstream struct {
 	BaseURL    string `json:"base_url,omitempty"`
 	Model      string `json:"model,omitempty"`
 	Source     string `json:"source,omitempty"` // config, secrets, env NAME
+	// KeySource is where the upstream key came from: secrets, config, env
+	// NAME (then only hosts started with NAME set have it), or empty: no key.
+	KeySource string `json:"key_source,omitempty"`
 }
 
 // Counts are what the host has recorded and learned.
@@ -126,6 +129,7 @@ func BuildStatus(ctx context.Context, cfg *config.Config, c *core.Core, info Inf
 func upstreamOf(cfg *config.Config) Upstream {
 	u := Upstream{Configured: cfg.UpstreamConfigured(), API: cfg.LLM.API, BaseURL: cfg.LLM.APIBase, Model: cfg.LLM.ModelID}
 	u.Source = cfg.UpstreamSource()
+	u.KeySource = cfg.UpstreamKeySource()
 	return u
 }
 

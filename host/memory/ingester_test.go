@@ -198,7 +198,11 @@ func TestManualTrigger(t *testing.T) {
 	ctx := context.Background()
 	h.session("m", chatOpts{user: "u"}, "I prefer tabs for indentation.", "Never deploy on Fridays.")
 	h.Flush(t)
-	time.Sleep(50 * time.Millisecond)
+	// The turn listeners ran before Flush returned: none scheduled an ingestion.
+	var jobs int
+	if err := h.Store.Reader().QueryRow(`SELECT COUNT(*) FROM jobs WHERE kind = ?`, JobIngest).Scan(&jobs); err != nil || jobs != 0 {
+		t.Fatalf("manual trigger scheduled %d ingestion jobs (%v)", jobs, err)
+	}
 	if n, _ := h.mem.Store.ActiveCount(ctx); n != 0 {
 		t.Fatalf("manual trigger ingested on its own: %d", n)
 	}

@@ -211,6 +211,18 @@ func TestNewSessionWithSlowLLMExtractor(t *testing.T) {
 	teach(t, c, "llm-a")
 	c.say(t, "llm-b", nil, newServiceAsk) // returns although the LLM holds every call
 	waitFor(t, "the LLM extraction of A to be asked", func() bool { return len(slow.Requests()) > 0 })
+	// B's first turn waits session_start_wait_ms for A's heuristic units,
+	// then lets them land in the background: on a loaded machine they may
+	// come after it. The point here is that B's next turn carries them
+	// while the LLM still holds, so wait for them, not for a time.
+	waitFor(t, "A's provisional units", func() bool {
+		us, _ := h.mem.Store.List(ctx, Filter{Limit: -1})
+		var text []string
+		for _, u := range us {
+			text = append(text, u.Content)
+		}
+		return len(missing(strings.Join(text, "\n"), lessonWants()...)) == 0
+	})
 	sys := c.say(t, "llm-b", []string{newServiceAsk}, "Which database should it use?")
 	if m := missing(memoryBlock(sys), lessonWants()...); len(m) > 0 {
 		t.Fatalf("B's second request lacks %q:\n%s", m, sys)

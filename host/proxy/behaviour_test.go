@@ -24,6 +24,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/wire"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 func post(t *testing.T, url string, body string, headers ...string) (*http.Response, []byte) {
@@ -345,17 +346,10 @@ func TestSessionDerivedAndEnded(t *testing.T) {
 	if len(turns) != 2 || turns[1].TurnIndex != 2 {
 		t.Fatalf("both turns of one conversation should share a session: %+v", turns)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.For(t, "X-Session-Done to end the session", func() bool {
 		s, _ := h.store.Session(context.Background(), sid)
-		if s.EndedAt != nil && s.EndReason == "client" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("X-Session-Done did not end the session")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return s.EndedAt != nil && s.EndReason == "client"
+	})
 	// A different conversation gets another session.
 	c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Something else")}},
 		option.WithResponseInto(&hr))

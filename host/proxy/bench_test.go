@@ -15,9 +15,9 @@ import (
 // request (44 KB system prompt, 12 tools): parse, identity, query texts,
 // injection and re-encoding.
 func BenchmarkRequestPath(b *testing.B) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "fixtures", "openclaw-2026.9.6", "requests", "01-openai-completions.turn1.request.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "openclaw-2026.9.6", "requests", "01-openai-completions.turn1.request.json"))
 	if err != nil {
-		b.Skip("fixtures not present beside the repo")
+		b.Fatalf("captured OpenClaw request missing from the repository: %v", err)
 	}
 	var capt struct {
 		Body json.RawMessage `json:"body"`

@@ -90,9 +90,13 @@ func (s *Server) chat(api wire.API) http.HandlerFunc {
 			t.req.set("model", s.o.Model)
 			t.rec.Model = s.o.Model
 		}
+		// An OpenAI client gets the stream's usage chunk only when it asked
+		// (stream_options.include_usage); the proxy wants it either way.
 		dropUsage := false
 		if t.req.stream && api == wire.OpenAI && s.o.UpstreamAPI == wire.OpenAI {
 			dropUsage = t.req.ensureStreamUsage()
+		} else if t.req.stream && api == wire.OpenAI {
+			dropUsage = !t.req.wantsStreamUsage()
 		}
 		out, err := t.req.encode()
 		if err == nil && api != s.o.UpstreamAPI {
@@ -114,21 +118,37 @@ func (s *Server) chat(api wire.API) http.HandlerFunc {
 // can be recorded with token counts; it reports whether the client did not
 // ask for it (then the chunk is not passed on).
 func (r *request) ensureStreamUsage() bool {
-	var so map[string]json.RawMessage
-	if raw, ok := lookup(r.fields, "stream_options"); ok && !isNull(raw) {
-		if json.Unmarshal(raw, &so) != nil {
-			return false
-		}
-		var inc bool
-		if json.Unmarshal(so["include_usage"], &inc) == nil && inc {
-			return false
-		}
-	} else {
-		so = map[string]json.RawMessage{}
+	so, ok := r.streamOptions()
+	if !ok || r.wantsStreamUsage() {
+		return false
 	}
 	so["include_usage"] = json.RawMessage("true")
 	r.set("stream_options", so)
 	return true
+}
+
+// wantsStreamUsage reports whether an OpenAI client asked for the usage
+// chunk (stream_options.include_usage) or sent stream_options the proxy
+// cannot read (then it is left as the client sent it).
+func (r *request) wantsStreamUsage() bool {
+	so, ok := r.streamOptions()
+	if !ok {
+		return true
+	}
+	var inc bool
+	return json.Unmarshal(so["include_usage"], &inc) == nil && inc
+}
+
+// streamOptions returns the request's stream_options (empty when absent);
+// ok is false when they are not an object.
+func (r *request) streamOptions() (map[string]json.RawMessage, bool) {
+	so := map[string]json.RawMessage{}
+	if raw, ok := lookup(r.fields, "stream_options"); ok && !isNull(raw) {
+		if json.Unmarshal(raw, &so) != nil {
+			return nil, false
+		}
+	}
+	return so, true
 }
 
 // fail answers with an error in the client's format and records it.
@@ -306,6 +326,9 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 	sse := wire.NewSSEReader(body)
 	clientGone := false
 	write := func(ev wire.Event) bool {
+		if dropUsage && isUsageOnlyChunk(ev.Data) {
+			return true // the client did not ask for it (stream_options)
+		}
 		if isTerminal(ev) {
 			// Durable before the client sees the end of the answer, so its
 			// next turn can never be recorded ahead of this one, and no
@@ -331,9 +354,6 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 		ev.Data = s.scrubKey(t, ev.Data)
 		acc.Add(ev)
 		if tr == nil {
-			if dropUsage && isUsageOnlyChunk(ev.Data) {
-				continue
-			}
 			if !write(ev) {
 				break
 			}

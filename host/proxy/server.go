@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
@@ -220,10 +221,40 @@ func (s *Server) routes() {
 	for _, rt := range s.o.PublicRoutes {
 		s.mux.HandleFunc(rt.Pattern, rt.Handler)
 	}
+	index := s.index()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		api := clientAPIFromHeaders(r)
-		writeError(w, api, http.StatusNotFound, fmt.Sprintf("no route for %s %s: MetaClaw serves POST /v1/chat/completions, POST /v1/messages, GET /v1/models, GET /v1/status and GET /healthz (each also under /a/<agent-id>/)", r.Method, r.URL.Path))
+		writeError(w, api, http.StatusNotFound, fmt.Sprintf("no route for %s %s: MetaClaw serves %s", r.Method, r.URL.Path, index))
 	})
+}
+
+// index lists every route the server has, for the answer to an unknown
+// path (GET / included): the model API first, then the dashboard and the
+// extra routes (skills, memory, scheduler, …) in order.
+func (s *Server) index() string {
+	modelAPI := []string{"POST /v1/chat/completions", "POST /v1/messages", "GET /v1/models", "GET /v1/status"}
+	seen := map[string]bool{}
+	var public, extra []string
+	for _, rt := range s.o.PublicRoutes {
+		if !seen[rt.Pattern] {
+			seen[rt.Pattern] = true
+			public = append(public, rt.Pattern)
+		}
+	}
+	for _, rt := range s.o.Routes {
+		if !seen[rt.Pattern] {
+			seen[rt.Pattern] = true
+			extra = append(extra, rt.Pattern)
+		}
+	}
+	sort.Strings(public)
+	sort.Strings(extra)
+	all := append(append(modelAPI, extra...), "GET /healthz")
+	msg := strings.Join(all, ", ") + " (all but /healthz also under /a/<agent-id>/)"
+	if len(public) > 0 {
+		msg += "; the dashboard: " + strings.Join(public, ", ")
+	}
+	return msg
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -20,6 +20,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rpc"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 type provider struct{ body string }
@@ -340,10 +341,7 @@ func TestShutdownNeedsToken(t *testing.T) {
 		t.Fatal("wrong token accepted")
 	}
 	call(t, c, protocol.MethodShutdown, protocol.ShutdownParams{Token: "tok"}, &res)
-	deadline := time.Now().Add(2 * time.Second)
-	for e.stopped.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, "the authorised shutdown", func() bool { return e.stopped.Load() != 0 })
 	if !res.Stopping || e.stopped.Load() != 1 {
 		t.Fatalf("authorised shutdown %+v, stopped %d", res, e.stopped.Load())
 	}
@@ -483,21 +481,17 @@ func TestConnectionLimit(t *testing.T) {
 		t.Fatal("third connection was served")
 	}
 	a.c.Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(t, "a freed slot to be reused", func() bool {
 		c, err := net.Dial("unix", e.socket)
-		if err == nil {
-			c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
-			c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-			line, err := bufio.NewReader(c).ReadBytes('\n')
-			c.Close()
-			if err == nil && strings.Contains(string(line), "pong") {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("a freed slot was not reused")
+		defer c.Close()
+		c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(c).ReadBytes('\n')
+		return err == nil && strings.Contains(string(line), "pong")
+	})
 }
 
 func TestConcurrentClients(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/scheduler"
 	"github.com/metaclaw-go/metaclaw/host/scheduler/sleep"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 type fakeClock struct {
@@ -110,14 +111,13 @@ func (r *recorder) states() []string {
 // state want (trainer reports arrive on other goroutines).
 func stepUntil(t *testing.T, s *scheduler.Scheduler, rec *recorder, want scheduler.State) {
 	t.Helper()
-	for i := 0; i < 1000; i++ {
+	reached := testwait.Until(testwait.Deadline, func() bool {
 		s.Step(context.Background())
-		if s.Snapshot(context.Background(), 1).State == want {
-			return
-		}
-		time.Sleep(time.Millisecond)
+		return s.Snapshot(context.Background(), 1).State == want
+	})
+	if !reached {
+		t.Fatalf("never reached %s; seen %v", want, rec.states())
 	}
-	t.Fatalf("never reached %s; seen %v", want, rec.states())
 }
 
 // A fake clock walks minute by minute through the night of the spring DST

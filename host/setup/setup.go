@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/llm"
+	"github.com/metaclaw-go/metaclaw/host/rl/connect"
 )
 
 // Preset is a known LLM provider.
@@ -125,6 +128,10 @@ type Answers struct {
 	SleepEnd   string
 
 	Port int // 0 = keep
+
+	// The environment variables APIKey and RLAPIKey were read from, if any
+	// (the plan says the keys are stored).
+	APIKeyEnv, RLAPIKeyEnv string
 }
 
 // Change is one config key the plan sets.
@@ -133,6 +140,7 @@ type Change struct {
 	Old    string
 	New    string
 	Secret bool
+	Note   string // said after the change, e.g. where a secret came from and where it goes
 }
 
 // String renders a change for the diff the user confirms (secrets masked).
@@ -144,7 +152,26 @@ func (c Change) String() string {
 	if old == "" {
 		old = `""`
 	}
-	return fmt.Sprintf("%s: %s -> %s", c.Key, old, nu)
+	s := fmt.Sprintf("%s: %s -> %s", c.Key, old, nu)
+	if c.Note != "" {
+		s += "  (" + c.Note + ")"
+	}
+	return s
+}
+
+// RLStatus says what choosing an RL backend does in this build; the wizard,
+// `setup --help` and the plan show it. Keep it true as RL lands.
+const RLStatus = "With a backend, main turns are answered by your LoRA of the chosen model on it (its tokenizer: metaclaw rl fetch-tokenizer), " +
+	"every answer is stored as a sample scored by the judge, and the LoRA trains on the samples in the scheduler's windows " +
+	"(sleep hours, idle); each step is swapped into serving (docs/rl.md)"
+
+// storedNote explains a secret read from an environment variable: it is
+// copied into secrets.yaml, so a host started anywhere has it.
+func storedNote(env string) string {
+	if env == "" {
+		return ""
+	}
+	return "read from $" + env + ", stored in " + config.SecretsFile + " (0600) so a host started from another shell, systemd or a client's plugin has it"
 }
 
 func mask(s string) string {
@@ -183,11 +210,23 @@ func Plan(cfg *config.Config, a Answers) ([]Change, error) {
 	if a.SkillReview != "" {
 		want["skills.review"] = a.SkillReview
 	}
+	notes := map[string]string{"llm.api_key": storedNote(a.APIKeyEnv), "rl.api_key": storedNote(a.RLAPIKeyEnv)}
 	switch a.RLBackend {
 	case "", "off":
-		want["mode"] = "skills_only"
+		// The mode is the user's: auto (the default) and skills_only both
+		// learn skills and memories, and auto runs no RL without a training
+		// backend. rl asks for RL, and auto with a backend configured (a key
+		// in the files or the environment) would run it: both are turned off.
 		want["rl.enabled"] = "false"
+		switch {
+		case cfg.Mode == "rl":
+			want["mode"] = "skills_only"
+		case cfg.Mode == "auto" && connect.Configured(cfg, os.Getenv):
+			want["mode"] = "skills_only"
+			notes["mode"] = "RL off: in mode auto the training backend configured here (rl.api_key or its environment variable) would answer main turns"
+		}
 	case "tinker", "mint", "weaver":
+		notes["rl.backend"] = RLStatus
 		want["mode"] = "auto"
 		want["rl.enabled"] = "true"
 		want["rl.backend"] = a.RLBackend
@@ -228,14 +267,16 @@ func Plan(cfg *config.Config, a Answers) ([]Change, error) {
 		if err != nil {
 			return nil, err
 		}
-		if old == nu {
-			continue
-		}
-		// A value that only came from the environment is not in the file: show it as unset.
+		// A value that only came from the environment is not in the file:
+		// it is written, so that a host started elsewhere (systemd, a
+		// client's plugin, another shell) has it too.
 		if src := cfg.Source(key); strings.HasPrefix(src, "env ") {
 			old = ""
 		}
-		changes = append(changes, Change{Key: key, Old: old, New: nu, Secret: secret[key]})
+		if old == nu {
+			continue
+		}
+		changes = append(changes, Change{Key: key, Old: old, New: nu, Secret: secret[key], Note: notes[key]})
 	}
 	sort.Slice(changes, func(i, j int) bool {
 		if changes[i].Secret != changes[j].Secret {
@@ -303,4 +344,47 @@ func Probe(ctx context.Context, base, api, key, model string) error {
 		return fmt.Errorf("one-token test request failed: %s", msg)
 	}
 	return nil
+}
+
+// Warnings lists what a saved configuration will not do, so that setup says
+// it before a client finds out: no upstream (the proxy answers every request
+// with an error), no key for a remote upstream, or an upstream that only
+// this shell's environment holds.
+func Warnings(cfg *config.Config) []string {
+	if !cfg.UpstreamConfigured() {
+		var ids []string
+		for _, p := range Presets {
+			ids = append(ids, p.ID)
+		}
+		return []string{"no upstream LLM is configured: the proxy will answer every request with an error, so nothing will answer your agent. " +
+			"Choose one: metaclaw setup --provider <" + strings.Join(ids, "|") + "> --api-key-env VAR --yes"}
+	}
+	var w []string
+	for _, key := range []string{"llm.api_base", "llm.api_key"} {
+		if src := cfg.Source(key); strings.HasPrefix(src, "env ") {
+			name := strings.TrimPrefix(src, "env ")
+			w = append(w, fmt.Sprintf("%s comes from $%s in this environment only: a host started elsewhere (another shell, systemd, a client's plugin) needs it set too, "+
+				"or save it: metaclaw config set %s \"$%s\"", key, name, key, name))
+		}
+	}
+	if cfg.LLM.APIKey == "" && !isLocalURL(cfg.LLM.APIBase) {
+		w = append(w, fmt.Sprintf("no API key for %s: it will most likely refuse every request (HTTP 401). "+
+			"Save one: metaclaw setup --api-key-env VAR --yes (stored in %s, 0600)", cfg.LLM.APIBase, config.SecretsFile))
+	}
+	return w
+}
+
+// isLocalURL reports whether u points at this machine (a local model server
+// usually needs no key).
+func isLocalURL(u string) bool {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	h := pu.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }

@@ -10,19 +10,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 // waitGone waits (bounded) until pid no longer exists.
 func waitGone(t testing.TB, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("process %d still exists", pid)
+	testwait.For(t, "process "+strconv.Itoa(pid)+" to exit", func() bool {
+		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	})
 }
 
 // waitState waits (bounded) until /proc/<pid>/stat shows the given state

@@ -108,7 +108,8 @@
 // upstream message id and one created time, a first chunk with
 // role:assistant, tool calls indexed 0, 1, … in block order, a finish chunk on
 // message_delta, then on message_stop a usage chunk (choices: []) and [DONE].
-// The usage chunk is sent even if the client did not ask for it. A tool_use
+// The translator always emits the usage chunk; the proxy passes it on only
+// to a client that asked (stream_options.include_usage). A tool_use
 // without input gets arguments "{}" so clients can parse it. ping,
 // signature_delta and citations_delta are ignored; an upstream error event
 // becomes an OpenAI error chunk followed by [DONE].
@@ -138,9 +139,13 @@
 //	408, 504          timeout_error           timeout_error
 //	413               request_too_large       request_too_large
 //	429               rate_limit_error        rate_limit_error
-//	500, other 5xx    api_error               api_error
+//	500, other 5xx    server_error            api_error
 //	502               upstream_error          api_error
-//	503, 529          overloaded_error        overloaded_error
+//	503, 529          server_error            overloaded_error
+//
+// An Anthropic upstream's own type reaches an OpenAI client in OpenAI's
+// words (overloaded_error and api_error become server_error, billing_error
+// insufficient_quota); other types are kept.
 //
 // OpenAI's "code" is null: a status alone does not say which code is true.
 package wire

@@ -12,8 +12,9 @@ import (
 const maxErrorMessage = 2048
 
 // openAIErrorType picks the OpenAI error "type" for an HTTP status. OpenAI's
-// own types are open-ended strings; we reuse the Anthropic-style names where
-// OpenAI has none so clients can still switch on them:
+// own types are open-ended strings (server failures are "server_error"); we
+// use descriptive names where OpenAI has none so clients can still switch
+// on them, but never an Anthropic-only one:
 //
 //	400, 409, 422, other 4xx  invalid_request_error
 //	401                       authentication_error
@@ -24,8 +25,7 @@ const maxErrorMessage = 2048
 //	413                       request_too_large
 //	429                       rate_limit_error
 //	502                       upstream_error
-//	503, 529                  overloaded_error
-//	500, other 5xx            api_error
+//	500, 503, 529, other 5xx  server_error
 func openAIErrorType(status int) string {
 	switch status {
 	case 401:
@@ -44,13 +44,26 @@ func openAIErrorType(status int) string {
 		return "rate_limit_error"
 	case 502:
 		return "upstream_error"
-	case 503, 529:
-		return "overloaded_error"
 	}
 	if status >= 500 {
-		return "api_error"
+		return "server_error"
 	}
 	return "invalid_request_error"
+}
+
+// openAIType keeps an upstream's error type in the OpenAI format, except
+// Anthropic's own names, which OpenAI clients do not know: those become
+// OpenAI's equivalent.
+func openAIType(typ string, status int) string {
+	switch typ {
+	case "":
+		return openAIErrorType(status)
+	case "overloaded_error", "api_error":
+		return "server_error"
+	case "billing_error":
+		return "insufficient_quota"
+	}
+	return typ
 }
 
 // anthropicErrorStatusType maps an HTTP status to one of Anthropic's error
@@ -204,8 +217,5 @@ func TranslateErrorBody(from, to API, status int, body []byte) []byte {
 	if to == Anthropic {
 		return anthropicErrorBody(anthropicErrorType(typ, status), msg)
 	}
-	if typ == "" {
-		typ = openAIErrorType(status)
-	}
-	return openAIErrorBody(typ, msg)
+	return openAIErrorBody(openAIType(typ, status), msg)
 }

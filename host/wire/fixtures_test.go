@@ -9,9 +9,8 @@ import (
 	"testing"
 )
 
-// fixtureDir holds OpenClaw's captured upstream requests. CI clones the repo
-// beside a copy of shared/, so the path is relative to this package.
-var fixtureDir = filepath.Join("..", "..", "..", "shared", "fixtures", "openclaw-2026.9.6", "requests")
+// fixtureDir holds OpenClaw's captured upstream requests (testdata/SOURCES.md).
+var fixtureDir = filepath.Join("..", "..", "testdata", "openclaw-2026.9.6", "requests")
 
 type fixture struct {
 	name string
@@ -22,9 +21,6 @@ type fixture struct {
 func loadFixtures(t testing.TB) []fixture {
 	t.Helper()
 	entries, err := os.ReadDir(fixtureDir)
-	if os.IsNotExist(err) {
-		t.Skipf("fixture directory %s is absent (it lives in the shared/ tree beside the repo); skipping fixture tests", fixtureDir)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,12 +79,12 @@ func FuzzOpenAIToAnthropicRequest(f *testing.F) {
 	})
 }
 
-// addFixtureSeeds adds the small captured fixtures (only 09 is under 20 KB)
-// when shared/ is there; big seeds make the fuzzer spend its time minimising.
+// addFixtureSeeds adds the small captured fixtures (only 09 is under 20 KB);
+// big seeds make the fuzzer spend its time minimising.
 func addFixtureSeeds(f *testing.F, path string) {
 	entries, err := os.ReadDir(fixtureDir)
 	if err != nil {
-		return
+		f.Fatalf("captured OpenClaw requests missing from the repository: %v", err)
 	}
 	for _, e := range entries {
 		raw, err := os.ReadFile(filepath.Join(fixtureDir, e.Name()))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 )
 
@@ -132,11 +133,8 @@ func (t *anthropicToOpenAI) Translate(ev Event) ([]Event, error) {
 		if msg == "" {
 			msg = "upstream error"
 		}
-		if etyp == "" {
-			etyp = "api_error"
-		}
 		t.done = true
-		out = append(out, Event{Data: openAIErrorBody(etyp, msg)}, doneEvent())
+		out = append(out, Event{Data: openAIErrorBody(openAIType(etyp, http.StatusInternalServerError), msg)}, doneEvent())
 	}
 	return out, nil
 }
@@ -305,7 +303,7 @@ func (t *anthropicToOpenAI) Finish() []Event {
 	}
 	t.done = true
 	return []Event{
-		{Data: openAIErrorBody("api_error", "upstream stream ended before the response was complete")},
+		{Data: openAIErrorBody("server_error", "upstream stream ended before the response was complete")},
 		doneEvent(),
 	}
 }

@@ -384,7 +384,7 @@ func TestAnthropicToOpenAIStreamTerminations(t *testing.T) {
 	}
 	// The error chunk keeps Anthropic's type and message.
 	got := translateAll(t, NewAnthropicToOpenAIStream(), []Event{errEv})
-	if want := `{"error":{"message":"Overloaded","type":"overloaded_error","param":null,"code":null}}`; string(got[0].Data) != want {
+	if want := `{"error":{"message":"Overloaded","type":"server_error","param":null,"code":null}}`; string(got[0].Data) != want {
 		t.Errorf("error chunk = %s", got[0].Data)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 // Options configure a test host.
@@ -81,7 +82,10 @@ func Start(t testing.TB, o Options) *Host {
 	}
 	po := proxy.Options{
 		Core: h.Core, Log: zerolog.Nop(), UpstreamAPI: o.UpstreamAPI, UpstreamBase: base,
-		UpstreamKey: "sk-upstream-test", UpstreamTimeout: 10 * time.Second, Routes: routes,
+		// The fake upstream answers at once, but a loaded 2-core machine
+		// running -race can take many seconds to move a multi-megabyte
+		// body: the test's own bound, not a tight one, is what fails it.
+		UpstreamKey: "sk-upstream-test", UpstreamTimeout: testwait.Deadline, Routes: routes,
 	}
 	// The daemon's status shape, from the core (testhost cannot import the
 	// daemon: the daemon imports the packages whose tests use testhost).

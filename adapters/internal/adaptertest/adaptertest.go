@@ -21,27 +21,17 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/adapters"
 	"github.com/metaclaw-go/metaclaw/adapters/internal/edit"
+	"github.com/metaclaw-go/metaclaw/internal/fixtures"
 )
 
 // Update rewrites golden files: go test ./adapters/... -update
 var Update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// Fixtures is the shared fixture root.
-func Fixtures() string {
-	if d := os.Getenv("METACLAW_FIXTURES"); d != "" {
-		return d
-	}
-	return "/work/shared/fixtures"
-}
-
-// Fixture returns a fixture path, skipping the test when the fixtures are absent.
+// Fixture returns the path of a real client config in the repository's
+// testdata/ (testdata/SOURCES.md); a missing one fails the test.
 func Fixture(t testing.TB, rel string) string {
 	t.Helper()
-	p := filepath.Join(Fixtures(), rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("fixture %s not available: %v", p, err)
-	}
-	return p
+	return fixtures.Path(t, rel)
 }
 
 // World is a temp HOME with a fake PATH and a recording runner.

@@ -2,9 +2,10 @@ package edit
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/metaclaw-go/metaclaw/internal/fixtures"
 )
 
 func mustOK(t *testing.T, err error) {
@@ -154,13 +155,10 @@ func TestDiff(t *testing.T) {
 
 func TestFixturesRoundTripUnchanged(t *testing.T) {
 	for _, f := range []string{
-		"/work/shared/fixtures/clients/openclaw/docs-current/custom-providers.openclaw.json5",
-		"/work/shared/fixtures/clients/picoclaw/v3/config.example.json",
+		"clients/openclaw/docs-current/custom-providers.openclaw.json5",
+		"clients/picoclaw/v3/config.example.json",
 	} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Skip(err)
-		}
+		b := fixtures.Read(t, f)
 		d, err := ParseJSON(b)
 		mustOK(t, err)
 		mustOK(t, d.Verify())

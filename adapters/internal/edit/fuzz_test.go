@@ -3,14 +3,15 @@ package edit
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/metaclaw-go/metaclaw/internal/fixtures"
 )
 
+// seedFiles adds the real client configs matching testdata/pattern.
 func seedFiles(f *testing.F, pattern string) {
-	m, _ := filepath.Glob(pattern)
-	for _, p := range m {
+	for _, p := range fixtures.Glob(f, pattern, 1) {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
 			f.Add(b, "k", "v")
 		}
@@ -23,7 +24,7 @@ func FuzzJSON5Edit(f *testing.F) {
 	for _, s := range []string{`{}`, `{"a":1}`, "{a:1,}", "{\n  // c\n  a: { b: [1, 2,], },\n}", `[1,2]`, `{"a":{"b":"c"}}`, "{'x': 'y' /* c */}", `{"s": "\u00e9"}`} {
 		f.Add([]byte(s), "k", "v")
 	}
-	seedFiles(f, "/work/shared/fixtures/clients/*/*/*.json*")
+	seedFiles(f, "clients/*/*/*.json*")
 	f.Fuzz(func(t *testing.T, src []byte, key, val string) {
 		d, err := ParseJSON(src)
 		if err != nil {
@@ -59,7 +60,7 @@ func FuzzEnvEdit(f *testing.F) {
 	for _, s := range []string{"", "A=1\n", "export A=\"x y\"  # c\n", "# only\n", "A='q'\nB=\n", "A=1"} {
 		f.Add([]byte(s), "A", "v")
 	}
-	seedFiles(f, "/work/shared/fixtures/clients/*/*/.env*")
+	seedFiles(f, "clients/*/*/.env*")
 	f.Fuzz(func(t *testing.T, src []byte, key, val string) {
 		e, err := ParseEnv(src)
 		if err != nil {
@@ -86,7 +87,7 @@ func FuzzTOMLEdit(f *testing.F) {
 	for _, s := range []string{"", "a = 1\n", "[t]\nk = \"v\" # c\n", "[[a.b]]\nx = 1\n[a.b.c]\ny = 2\n", "[mcp]\nservers = []\n", "t.k = 1\n", "x = { y = 1 }\n"} {
 		f.Add([]byte(s), "k", "v")
 	}
-	seedFiles(f, "/work/shared/fixtures/clients/*/*/*.toml")
+	seedFiles(f, "clients/*/*/*.toml")
 	f.Fuzz(func(t *testing.T, src []byte, key, val string) {
 		d, err := ParseTOML(src)
 		if err != nil {

@@ -84,6 +84,17 @@ func Resolve(rl config.RL, getenv func(string) string) Resolved {
 	return r
 }
 
+// Configured reports whether cfg names a training backend RL would connect
+// to (a key for Tinker/MinT/Weaver, or a Trainer sub-plugin): in modes rl and
+// auto such a backend answers main turns.
+func Configured(cfg *config.Config, getenv func(string) string) bool {
+	r := Resolve(cfg.RL, getenv)
+	if r.Kind == Plugin {
+		return strings.TrimSpace(cfg.Plugins.Trainer) != ""
+	}
+	return r.APIKey != ""
+}
+
 func first(v ...string) string {
 	for _, s := range v {
 		if s != "" {
