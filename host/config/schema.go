@@ -214,7 +214,8 @@ type Scheduler struct {
 type Calendar struct {
 	Enabled         bool   `yaml:"enabled" default:"false" desc:"Treat busy Google Calendar events (meetings) as training windows; log in with metaclaw scheduler calendar login."`
 	CredentialsPath string `yaml:"credentials_path" check:"path" desc:"Google OAuth client secrets JSON (an OAuth client of type Desktop app from the Google Cloud console)."`
-	TokenPath       string `yaml:"token_path" default:"$METACLAW_HOME/calendar_token.json" check:"path" desc:"Where the calendar OAuth token is stored (mode 0600)."`
+	TokenPath       string `yaml:"token_path" default:"$METACLAW_HOME/calendar_token.json" check:"path" desc:"The calendar OAuth token file (mode 0600) when no OS keyring is used; its absolute path also names the keyring item."`
+	TokenStore      string `yaml:"token_store" default:"auto" enum:"auto,keyring,file" desc:"Where the calendar OAuth token is kept: auto (the OS keyring — Secret Service on Linux, Keychain on macOS, Credential Manager on Windows — when one answers, else token_path), keyring (only the keyring), file (only token_path)."`
 	CalendarID      string `yaml:"calendar_id" default:"primary" desc:"Google calendar to read; a calendar shared as free/busy only is read with freeBusy."`
 	APIBase         string `yaml:"api_base" default:"https://www.googleapis.com/calendar/v3" check:"url" desc:"Google Calendar API base URL."`
 	ICSURL          string `yaml:"ics_url" secret:"1" desc:"A published iCalendar (ICS) URL (https:// or webcal://) whose busy events are windows, from any calendar; stored in secrets.yaml (it usually holds a private token)."`
