@@ -9,7 +9,7 @@ import (
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/prop"
 
-	"github.com/metaclaw-go/metaclaw/host/scheduler/internal/dbustest"
+	"github.com/metaclaw-go/metaclaw/internal/dbustest"
 )
 
 // fakeLogind serves the part of org.freedesktop.login1 the detector uses:
