@@ -3,18 +3,21 @@ package idle
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"time"
 )
 
 // Choose opens the input idle detector for scheduler.idle_source: "auto"
-// (logind on Linux, HIDIdleTime on macOS), "logind", "macos", or "traffic"
+// (logind on Linux, else the X11 screensaver extension when DISPLAY is
+// set; HIDIdleTime on macOS), "logind", "x11", "macos", or "traffic"
 // (none). With no detector it returns nil and a note saying why, for status.
 func Choose(ctx context.Context, kind string) (Detector, string) {
 	if kind == "" {
 		kind = "auto"
 	}
-	if kind == "auto" {
+	auto := kind == "auto"
+	if auto {
 		switch runtime.GOOS {
 		case "darwin":
 			kind = "macos"
@@ -38,10 +41,28 @@ func Choose(ctx context.Context, kind string) (Detector, string) {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		l, err := DialLogind(cctx, "")
+		if err == nil {
+			return l, ""
+		}
+		if !auto {
+			return nil, err.Error()
+		}
+		// No logind session (no systemd, a container, a remote X): an X
+		// display still knows when the user last typed.
+		if os.Getenv("DISPLAY") == "" {
+			return nil, err.Error() + "; x11: DISPLAY is not set"
+		}
+		x, xerr := DialX11("", 0)
+		if xerr != nil {
+			return nil, err.Error() + "; " + xerr.Error()
+		}
+		return x, ""
+	case "x11":
+		x, err := DialX11("", 0)
 		if err != nil {
 			return nil, err.Error()
 		}
-		return l, ""
+		return x, ""
 	}
 	return nil, fmt.Sprintf("unknown scheduler.idle_source %q", kind)
 }
