@@ -19,10 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/godbus/dbus/v5"
 	"github.com/zalando/go-keyring"
 
 	"github.com/metaclaw-go/metaclaw/host/scheduler/calendar"
+	"github.com/metaclaw-go/metaclaw/internal/browsertest"
 	"github.com/metaclaw-go/metaclaw/internal/dbustest"
 )
 
@@ -273,5 +275,62 @@ func calendarLoginCase(t *testing.T, tokenStore, bus string) {
 	}
 	if out, code := c.run("scheduler", "calendar", "logout"); code != 0 || !strings.Contains(out, "not logged in") {
 		t.Fatalf("second logout: %d %s", code, out)
+	}
+}
+
+// The dashboard's Activity tab shows the running host's scheduler as a
+// user sees it in a browser: state and why, the next window, the user's
+// pause, the idle source and the trainer; a resume shows on reload.
+func TestSchedulerPanelInTheDashboard(t *testing.T) {
+	c := newCLI(t, "HOME="+t.TempDir())
+	now := time.Now().UTC()
+	for k, v := range map[string]string{
+		"scheduler.timezone":    "UTC",
+		"scheduler.sleep_start": now.Add(6 * time.Hour).Format("15:04"),
+		"scheduler.sleep_end":   now.Add(7 * time.Hour).Format("15:04"),
+	} {
+		if out, code := c.run("config", "set", k, v); code != 0 {
+			t.Fatalf("config set %s: %s", k, out)
+		}
+	}
+	if out, code := c.run("start", "--port", "0"); code != 0 {
+		t.Fatalf("start: %s", out)
+	}
+	c.sched("pause", "--for", "1h")
+	ui := "http://" + c.status().Listen + "/ui/#activity"
+	ctx := browsertest.Browser(t)
+	panel := func() string {
+		t.Helper()
+		text, err := chromedp.Run(ctx, chromedp.Text("#scheduler tbody"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text
+	}
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(ui),
+		chromedp.WaitVisible("#login-key"),
+		chromedp.SendKeys("#login-key", c.proxyKey()),
+		chromedp.Click("#login-form button"),
+		chromedp.WaitNotVisible("#login"),
+		chromedp.WaitVisible(`#scheduler tbody tr:nth-child(3)`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := panel()
+	for _, want := range []string{"idle_wait since", "paused by the user", "next window", "idle threshold, if the user stays away (when the pause ends)", "paused", "until ", "idle source", "proxy traffic", "trainer", "none: no trainer configured", "last step", "none yet"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("scheduler panel lacks %q:\n%s", want, text)
+		}
+	}
+	browsertest.Screenshot(t, ctx, "dashboard-scheduler.png")
+
+	c.sched("resume")
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#scheduler tbody tr:nth-child(3)`)); err != nil {
+		t.Fatal(err)
+	}
+	if text := panel(); strings.Contains(text, "paused") || !strings.Contains(text, "idle_wait since") {
+		t.Fatalf("after resume:\n%s", text)
 	}
 }
