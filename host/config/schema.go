@@ -201,7 +201,7 @@ type OPD struct {
 type Scheduler struct {
 	Enabled              bool     `yaml:"enabled" default:"false" desc:"In rl mode, train only in windows when the user is away (sleep hours, idle, calendar events) instead of at once; auto mode always does."`
 	IdleThresholdMinutes int      `yaml:"idle_threshold_minutes" default:"30" min:"0" desc:"No keyboard/mouse input and no proxy traffic for this long opens a training window; 0 = no idle windows."`
-	IdleSource           string   `yaml:"idle_source" default:"auto" enum:"auto,logind,x11,macos,traffic" desc:"How input idleness is read: auto (logind on Linux, else the X11 screensaver extension when DISPLAY is set; HIDIdleTime on macOS), logind, x11, macos, or traffic (proxy requests only). metaclaw status names the one in use."`
+	IdleSource           string   `yaml:"idle_source" default:"auto" enum:"auto,logind,x11,macos,windows,traffic" desc:"How input idleness is read: auto (logind on Linux, else the X11 screensaver extension when DISPLAY is set; HIDIdleTime on macOS; GetLastInputInfo on Windows), logind, x11, macos, windows, or traffic (proxy requests only). metaclaw status names the one in use."`
 	SleepStart           string   `yaml:"sleep_start" default:"23:00" check:"hhmm" desc:"Start of the nightly window, HH:MM in scheduler.timezone."`
 	SleepEnd             string   `yaml:"sleep_end" default:"07:00" check:"hhmm" desc:"End of the nightly window, HH:MM in scheduler.timezone (may be after midnight); equal to sleep_start = no nightly window."`
 	Timezone             string   `yaml:"timezone" check:"tz" desc:"IANA time zone of sleep hours and all-day events, e.g. Europe/Berlin; empty = the system's."`

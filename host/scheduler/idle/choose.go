@@ -10,8 +10,8 @@ import (
 
 // Choose opens the input idle detector for scheduler.idle_source: "auto"
 // (logind on Linux, else the X11 screensaver extension when DISPLAY is
-// set; HIDIdleTime on macOS), "logind", "x11", "macos", or "traffic"
-// (none). With no detector it returns nil and a note saying why, for status.
+// set; HIDIdleTime on macOS; GetLastInputInfo on Windows), "logind",
+// "x11", "macos", "windows", or "traffic" (none). With no detector it returns nil and a note saying why, for status.
 func Choose(ctx context.Context, kind string) (Detector, string) {
 	if kind == "" {
 		kind = "auto"
@@ -23,6 +23,8 @@ func Choose(ctx context.Context, kind string) (Detector, string) {
 			kind = "macos"
 		case "linux", "freebsd", "openbsd", "netbsd":
 			kind = "logind"
+		case "windows":
+			kind = "windows"
 		default:
 			return nil, "no input idle detector on " + runtime.GOOS
 		}
@@ -57,6 +59,12 @@ func Choose(ctx context.Context, kind string) (Detector, string) {
 			return nil, err.Error() + "; " + xerr.Error()
 		}
 		return x, ""
+	case "windows":
+		d, err := newLastInput(5 * time.Second)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return d, ""
 	case "x11":
 		x, err := DialX11("", 0)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/jezek/xgb"
@@ -24,22 +23,7 @@ func init() {
 // where logind gives no session (X11 desktops without systemd). The X
 // server announces no input, so it is polled on its own goroutine; a drop
 // in the idle time (the user is back) wakes the scheduler.
-type X11 struct {
-	conn    *xgb.Conn
-	root    xproto.Drawable
-	display string
-	poll    time.Duration
-
-	mu   sync.Mutex
-	idle time.Duration // at the last poll
-	at   time.Time     // when it was read
-	err  error
-
-	wake      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
+type X11 struct{ *poller }
 
 // DialX11 connects to display ("" = $DISPLAY) and polls it every poll
 // (default 2 s).
@@ -63,88 +47,19 @@ func DialX11(display string, poll time.Duration) (*X11, error) {
 		conn.Close()
 		return nil, errors.New("x11: the X server has no screen")
 	}
-	x := &X11{conn: conn, root: xproto.Drawable(setup.DefaultScreen(conn).Root), display: display, poll: poll,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	if err := x.refresh(); err != nil {
-		conn.Close()
+	root := xproto.Drawable(setup.DefaultScreen(conn).Root)
+	x := &X11{newPoller("X11 screensaver ("+display+")", poll, func() (time.Duration, error) {
+		info, err := screensaver.QueryInfo(conn, root).Reply()
+		if err != nil {
+			return 0, fmt.Errorf("x11: query the idle time: %w", err)
+		}
+		return time.Duration(info.MsSinceUserInput) * time.Millisecond, nil
+	}, conn.Close)}
+	if err := x.Err(); err != nil {
+		x.Close()
 		return nil, err
 	}
-	go x.loop()
 	return x, nil
-}
-
-func (x *X11) refresh() error {
-	info, err := screensaver.QueryInfo(x.conn, x.root).Reply()
-	now := time.Now()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err != nil {
-		x.err = fmt.Errorf("x11: query the idle time: %w", err)
-		return x.err
-	}
-	idle := time.Duration(info.MsSinceUserInput) * time.Millisecond
-	expected := x.idle + now.Sub(x.at)
-	back := !x.at.IsZero() && idle < expected-x.poll/2
-	x.idle, x.at, x.err = idle, now, nil
-	if back {
-		select {
-		case x.wake <- struct{}{}:
-		default:
-		}
-	}
-	return nil
-}
-
-func (x *X11) loop() {
-	defer close(x.done)
-	t := time.NewTicker(x.poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-x.stop:
-			return
-		case <-t.C:
-			_ = x.refresh() // the error is kept for Idle and status
-		}
-	}
-}
-
-// Name implements Detector.
-func (x *X11) Name() string { return "X11 screensaver (" + x.display + ")" }
-
-// Idle implements Detector: the last reading plus the time since; no
-// answer while the X server does not answer.
-func (x *X11) Idle(now time.Time) (time.Duration, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.err != nil || x.at.IsZero() {
-		return 0, false
-	}
-	d := x.idle + now.Sub(x.at)
-	if d < 0 {
-		d = 0
-	}
-	return d, true
-}
-
-// Err is the last polling error (nil when the X server answers).
-func (x *X11) Err() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.err
-}
-
-// Wake implements Detector.
-func (x *X11) Wake() <-chan struct{} { return x.wake }
-
-// Close implements Detector.
-func (x *X11) Close() error {
-	x.closeOnce.Do(func() {
-		close(x.stop)
-		<-x.done
-		x.conn.Close()
-	})
-	return nil
 }
 
 var _ Detector = (*X11)(nil)
