@@ -116,7 +116,6 @@ func (s *Scheduler) NextWindow() *Span {
 	return s.next(now, s.evaluate(now))
 }
 
-//
 // While the user's pause holds, nothing opens before it ends: with no end
 // there is no next window, else windows are counted from the pause's end
 // (one open now that outlasts the pause opens then).

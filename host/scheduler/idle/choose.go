@@ -11,7 +11,8 @@ import (
 // Choose opens the input idle detector for scheduler.idle_source: "auto"
 // (logind on Linux, else the X11 screensaver extension when DISPLAY is
 // set; HIDIdleTime on macOS; GetLastInputInfo on Windows), "logind",
-// "x11", "macos", "windows", or "traffic" (none). With no detector it returns nil and a note saying why, for status.
+// "x11", "macos", "windows", or "traffic" (none). With no detector it
+// returns nil and a note saying why, for status.
 func Choose(ctx context.Context, kind string) (Detector, string) {
 	if kind == "" {
 		kind = "auto"
@@ -54,7 +55,7 @@ func Choose(ctx context.Context, kind string) (Detector, string) {
 		if os.Getenv("DISPLAY") == "" {
 			return nil, err.Error() + "; x11: DISPLAY is not set"
 		}
-		x, xerr := DialX11("", 0)
+		x, xerr := dialX11Bounded(ctx)
 		if xerr != nil {
 			return nil, err.Error() + "; " + xerr.Error()
 		}
@@ -66,11 +67,38 @@ func Choose(ctx context.Context, kind string) (Detector, string) {
 		}
 		return d, ""
 	case "x11":
-		x, err := DialX11("", 0)
+		x, err := dialX11Bounded(ctx)
 		if err != nil {
 			return nil, err.Error()
 		}
 		return x, ""
 	}
 	return nil, fmt.Sprintf("unknown scheduler.idle_source %q", kind)
+}
+
+// dialX11Bounded dials $DISPLAY for at most 5 s: an X server that accepts
+// the connection and never answers must not hold up the host's start.
+func dialX11Bounded(ctx context.Context) (*X11, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	type result struct {
+		x   *X11
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		x, err := DialX11("", 0)
+		got <- result{x, err}
+	}()
+	select {
+	case r := <-got:
+		return r.x, r.err
+	case <-ctx.Done():
+		go func() { // close it if it connects after all
+			if r := <-got; r.x != nil {
+				r.x.Close()
+			}
+		}()
+		return nil, fmt.Errorf("x11: the display did not answer within 5s: %w", ctx.Err())
+	}
 }
