@@ -116,9 +116,9 @@ func (s *Scheduler) NextWindow() *Span {
 	return s.next(now, s.evaluate(now))
 }
 
-// While the user's pause holds, nothing opens before it ends: with no end
-// there is no next window, else windows are counted from the pause's end
-// (one open now that outlasts the pause opens then).
+// next computes NextWindow. While the user's pause holds, nothing opens
+// before it ends: with no end there is no next window, else windows are
+// counted from the pause's end (one open now that outlasts it opens then).
 func (s *Scheduler) next(now time.Time, ev evaluation) *Span {
 	need := s.o.MinWindow
 	if step := s.StepDuration(); step > need {
