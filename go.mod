@@ -18,6 +18,7 @@ require (
 	github.com/gofrs/flock v0.13.2
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
+	github.com/jezek/xgb v1.1.1
 	github.com/mattn/go-isatty v0.0.24
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.98.0
@@ -28,6 +29,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/tiktoken-go/tokenizer v0.10.0
 	github.com/titanous/json5 v1.0.0
+	github.com/zalando/go-keyring v0.2.8
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/oauth2 v0.36.0
 	golang.org/x/text v0.44.0
@@ -36,6 +38,8 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 	modernc.org/sqlite v1.62.0
 )
+
+require github.com/danieljoos/wincred v1.2.3 // indirect
 
 require (
 	github.com/atotto/clipboard v0.1.4 // indirect

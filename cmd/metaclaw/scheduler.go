@@ -279,7 +279,8 @@ func newCalendarCmd() *cobra.Command {
 		Short: "Allow MetaClaw to read your Google Calendar (OAuth, read-only)",
 		Long: `Runs Google's sign-in for installed apps: a consent page in your browser
 redirects to a one-time listener on 127.0.0.1 (PKCE-protected). The token is saved
-to scheduler.calendar.token_path with mode 0600 and refreshed automatically.
+in the OS keyring when there is one (scheduler.calendar.token_store auto), else to
+scheduler.calendar.token_path with mode 0600, and refreshed automatically.
 Needs scheduler.calendar.credentials_path: the JSON of an OAuth client of type
 "Desktop app" from the Google Cloud console (Calendar API enabled).`,
 		Args: cobra.NoArgs,
@@ -305,11 +306,14 @@ Needs scheduler.calendar.credentials_path: the JSON of an OAuth client of type
 			if err != nil {
 				return err
 			}
-			tf := &calendar.TokenFile{Path: cfg.Scheduler.Calendar.TokenPath}
-			if err := tf.Save(tok); err != nil {
+			tokens, err := calendar.OpenTokenStore(cmd.Context(), cfg.Scheduler.Calendar.TokenStore, cfg.Scheduler.Calendar.TokenPath, 2*time.Minute)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "logged in: token saved to %s (mode 0600)\n", tf.Path)
+			if err := tokens.Save(tok); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "logged in: token saved in %s\n", tokens.Where())
 			if !cfg.Scheduler.Calendar.Enabled {
 				fmt.Fprintln(out, "calendar windows are off: turn them on with `metaclaw config set scheduler.calendar.enabled true` (and restart the host)")
 			}
@@ -322,7 +326,7 @@ Needs scheduler.calendar.credentials_path: the JSON of an OAuth client of type
 	login.Flags().BoolVar(&noBrowser, "no-browser", false, "only print the consent URL (open it yourself, on this machine)")
 	logout := &cobra.Command{
 		Use:   "logout",
-		Short: "Delete the calendar token and the cached events",
+		Short: "Revoke the calendar grant at Google, delete the token and the cached events",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := home()
@@ -333,23 +337,7 @@ Needs scheduler.calendar.credentials_path: the JSON of an OAuth client of type
 			if err != nil {
 				return err
 			}
-			tf := &calendar.TokenFile{Path: cfg.Scheduler.Calendar.TokenPath}
-			if err := tf.Remove(); err != nil {
-				return err
-			}
-			st, err := store.OpenSQLite(cmd.Context(), daemon.PathsFor(h).DB)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if err := (&scheduler.BusyCache{W: st.Writer(), R: st.Reader()}).Clear(cmd.Context(), "calendar"); err != nil {
-				return err
-			}
-			if api := runningHost(); api != nil {
-				_ = api.call(cmd.Context(), http.MethodPost, "/v1/scheduler/calendar/reload", struct{}{}, nil)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "logged out: %s deleted, cached events cleared (to revoke the grant itself, remove MetaClaw at https://myaccount.google.com/permissions)\n", tf.Path)
-			return nil
+			return calendarLogout(cmd.Context(), cmd.OutOrStdout(), h, cfg)
 		},
 	}
 	cmd.AddCommand(login, logout)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +15,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/godbus/dbus/v5"
+	"github.com/zalando/go-keyring"
+
+	"github.com/metaclaw-go/metaclaw/host/scheduler/calendar"
+	"github.com/metaclaw-go/metaclaw/internal/browsertest"
+	"github.com/metaclaw-go/metaclaw/internal/dbustest"
 )
 
 type schedJSON struct {
@@ -115,11 +125,23 @@ func TestSchedulerCommands(t *testing.T) {
 // `metaclaw scheduler calendar login` end to end: the real binary prints
 // the consent URL, the "browser" (this test) opens it at a fake Google that
 // redirects to the binary's loopback listener, the code is exchanged with
-// its PKCE verifier, and the token lands in a 0600 file; logout deletes it.
+// its PKCE verifier, and the token lands in the OS keyring (a real
+// gnome-keyring on a private bus) or a 0600 file; logout revokes the grant
+// at Google and deletes the token, and says so when Google cannot be told.
 func TestCalendarLoginThroughTheBinary(t *testing.T) {
+	t.Run("file", func(t *testing.T) { calendarLoginCase(t, "file", "") })
+	t.Run("keyring", func(t *testing.T) { calendarLoginCase(t, "auto", dbustest.SecretService(t)) })
+}
+
+func calendarLoginCase(t *testing.T, tokenStore, bus string) {
+	var mu sync.Mutex // the fake's state is shared with the test through the child process
 	var challenge, redirect string
+	var revoked []string
+	revokeStatus := 200
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /auth", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
 		q := r.URL.Query()
 		if q.Get("code_challenge_method") != "S256" || q.Get("client_id") != "cid" {
 			http.Error(w, "bad request", 400)
@@ -131,6 +153,8 @@ func TestCalendarLoginThroughTheBinary(t *testing.T) {
 		http.Redirect(w, r, u.String(), http.StatusFound)
 	})
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
 		r.ParseForm()
 		sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
 		if r.Form.Get("code") != "the-code" || base64.RawURLEncoding.EncodeToString(sum[:]) != challenge || r.Form.Get("redirect_uri") != redirect || r.Form.Get("client_secret") != "csecret" {
@@ -141,14 +165,27 @@ func TestCalendarLoginThroughTheBinary(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"access_token":"at-cli","refresh_token":"rt-cli","expires_in":3600,"token_type":"Bearer"}`)
 	})
+	mux.HandleFunc("POST /revoke", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		r.ParseForm()
+		revoked = append(revoked, r.Form.Get("token"))
+		w.WriteHeader(revokeStatus)
+	})
 	google := httptest.NewServer(mux)
 	defer google.Close()
 
-	c := newCLI(t, "HOME="+t.TempDir())
+	env := []string{"HOME=" + t.TempDir()}
+	if bus != "" {
+		env = append(env, "DBUS_SESSION_BUS_ADDRESS="+bus)
+	}
+	c := newCLI(t, env...)
 	secrets := filepath.Join(c.home, "client_secret.json")
 	os.WriteFile(secrets, []byte(fmt.Sprintf(`{"installed":{"client_id":"cid","client_secret":"csecret","auth_uri":%q,"token_uri":%q}}`, google.URL+"/auth", google.URL+"/token")), 0o600)
-	if out, code := c.run("config", "set", "scheduler.calendar.credentials_path", secrets); code != 0 {
-		t.Fatal(out)
+	for _, kv := range [][2]string{{"scheduler.calendar.credentials_path", secrets}, {"scheduler.calendar.token_store", tokenStore}} {
+		if out, code := c.run("config", "set", kv[0], kv[1]); code != 0 {
+			t.Fatal(out)
+		}
 	}
 	cmd := exec.Command(binary(t), "scheduler", "calendar", "login", "--no-browser")
 	cmd.Env = c.env
@@ -185,19 +222,115 @@ func TestCalendarLoginThroughTheBinary(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("login: %v\n%s", err, strings.Join(rest, "\n"))
 	}
+	printed := strings.Join(rest, "\n")
 	tokenPath := filepath.Join(c.home, "calendar_token.json")
-	fi, err := os.Stat(tokenPath)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("token file: %v %v", fi, err)
+	if bus == "" {
+		fi, err := os.Stat(tokenPath)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("token file: %v %v", fi, err)
+		}
+		b, _ := os.ReadFile(tokenPath)
+		if !strings.Contains(string(b), "rt-cli") || !strings.Contains(printed, "logged in: token saved in "+tokenPath+" (mode 0600)") {
+			t.Fatalf("token %s; output %s", b, printed)
+		}
+		// Google cannot be told: logged out here all the same, and the
+		// command fails saying how to revoke by hand.
+		mu.Lock()
+		revokeStatus = 503
+		mu.Unlock()
+		out, code := c.run("scheduler", "calendar", "logout")
+		if code == 0 || !strings.Contains(out, "not revoked at Google") || !strings.Contains(out, "myaccount.google.com/permissions") || strings.Contains(out, "rt-cli") {
+			t.Fatalf("logout with Google down: %d %s", code, out)
+		}
+	} else {
+		if _, err := os.Stat(tokenPath); !os.IsNotExist(err) {
+			t.Fatalf("a token file was written beside the keyring: %v", err)
+		}
+		if !strings.Contains(printed, "logged in: token saved in the OS keyring (Secret Service") {
+			t.Fatalf("output %s", printed)
+		}
+		t.Setenv("DBUS_SESSION_BUS_ADDRESS", bus)
+		if v, err := keyring.Get(calendar.KeyringService, tokenPath); err != nil || !strings.Contains(v, "rt-cli") {
+			t.Fatalf("keyring item: %q %v", v, err)
+		}
+		out, code := c.run("scheduler", "calendar", "logout")
+		if code != 0 || !strings.Contains(out, "logged out: Google revoked the grant") {
+			t.Fatalf("logout: %d %s", code, out)
+		}
+		if _, err := keyring.Get(calendar.KeyringService, tokenPath); !errors.Is(err, keyring.ErrNotFound) {
+			t.Fatalf("keyring item kept: %v", err)
+		}
+		if c, err := dbus.SessionBus(); err == nil {
+			c.Close() // the bus goes with this test
+		}
 	}
-	b, _ := os.ReadFile(tokenPath)
-	if !strings.Contains(string(b), "rt-cli") || !strings.Contains(strings.Join(rest, "\n"), "logged in") {
-		t.Fatalf("token %s; output %v", b, rest)
-	}
-	if out, code := c.run("scheduler", "calendar", "logout"); code != 0 || !strings.Contains(out, "logged out") {
-		t.Fatalf("logout: %d %s", code, out)
+	mu.Lock()
+	got := append([]string(nil), revoked...)
+	mu.Unlock()
+	if len(got) != 1 || got[0] != "rt-cli" {
+		t.Fatalf("revoked %v, want the refresh token", got)
 	}
 	if _, err := os.Stat(tokenPath); !os.IsNotExist(err) {
 		t.Fatalf("token still there: %v", err)
+	}
+	if out, code := c.run("scheduler", "calendar", "logout"); code != 0 || !strings.Contains(out, "not logged in") {
+		t.Fatalf("second logout: %d %s", code, out)
+	}
+}
+
+// The dashboard's Activity tab shows the running host's scheduler as a
+// user sees it in a browser: state and why, the next window, the user's
+// pause, the idle source and the trainer; a resume shows on reload.
+func TestSchedulerPanelInTheDashboard(t *testing.T) {
+	c := newCLI(t, "HOME="+t.TempDir())
+	now := time.Now().UTC()
+	for k, v := range map[string]string{
+		"scheduler.timezone":    "UTC",
+		"scheduler.sleep_start": now.Add(6 * time.Hour).Format("15:04"),
+		"scheduler.sleep_end":   now.Add(7 * time.Hour).Format("15:04"),
+	} {
+		if out, code := c.run("config", "set", k, v); code != 0 {
+			t.Fatalf("config set %s: %s", k, out)
+		}
+	}
+	if out, code := c.run("start", "--port", "0"); code != 0 {
+		t.Fatalf("start: %s", out)
+	}
+	c.sched("pause", "--for", "1h")
+	ui := "http://" + c.status().Listen + "/ui/#activity"
+	ctx := browsertest.Browser(t)
+	panel := func() string {
+		t.Helper()
+		text, err := chromedp.Run(ctx, chromedp.Text("#scheduler tbody"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text
+	}
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(ui),
+		chromedp.WaitVisible("#login-key"),
+		chromedp.SendKeys("#login-key", c.proxyKey()),
+		chromedp.Click("#login-form button"),
+		chromedp.WaitNotVisible("#login"),
+		chromedp.WaitVisible(`#scheduler tbody tr:nth-child(3)`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := panel()
+	for _, want := range []string{"idle_wait since", "paused by the user", "next window", "idle threshold, if the user stays away (when the pause ends)", "paused", "until ", "idle source", "proxy traffic", "trainer", "none: no trainer configured", "last step", "none yet"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("scheduler panel lacks %q:\n%s", want, text)
+		}
+	}
+	browsertest.Screenshot(t, ctx, "dashboard-scheduler.png")
+
+	c.sched("resume")
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#scheduler tbody tr:nth-child(3)`)); err != nil {
+		t.Fatal(err)
+	}
+	if text := panel(); strings.Contains(text, "paused") || !strings.Contains(text, "idle_wait since") {
+		t.Fatalf("after resume:\n%s", text)
 	}
 }

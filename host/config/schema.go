@@ -202,7 +202,7 @@ type OPD struct {
 type Scheduler struct {
 	Enabled              bool     `yaml:"enabled" default:"false" desc:"In rl mode, train only in windows when the user is away (sleep hours, idle, calendar events) instead of at once; auto mode always does."`
 	IdleThresholdMinutes int      `yaml:"idle_threshold_minutes" default:"30" min:"0" desc:"No keyboard/mouse input and no proxy traffic for this long opens a training window; 0 = no idle windows."`
-	IdleSource           string   `yaml:"idle_source" default:"auto" enum:"auto,logind,macos,traffic" desc:"How input idleness is read: auto (logind on Linux, HIDIdleTime on macOS), logind, macos, or traffic (proxy requests only). metaclaw status names the one in use."`
+	IdleSource           string   `yaml:"idle_source" default:"auto" enum:"auto,logind,x11,macos,windows,traffic" desc:"How input idleness is read: auto (logind on Linux, else the X11 screensaver extension when DISPLAY is set; HIDIdleTime on macOS; GetLastInputInfo on Windows), logind, x11, macos, windows, or traffic (proxy requests only). metaclaw status names the one in use."`
 	SleepStart           string   `yaml:"sleep_start" default:"23:00" check:"hhmm" desc:"Start of the nightly window, HH:MM in scheduler.timezone."`
 	SleepEnd             string   `yaml:"sleep_end" default:"07:00" check:"hhmm" desc:"End of the nightly window, HH:MM in scheduler.timezone (may be after midnight); equal to sleep_start = no nightly window."`
 	Timezone             string   `yaml:"timezone" check:"tz" desc:"IANA time zone of sleep hours and all-day events, e.g. Europe/Berlin; empty = the system's."`
@@ -215,7 +215,8 @@ type Scheduler struct {
 type Calendar struct {
 	Enabled         bool   `yaml:"enabled" default:"false" desc:"Treat busy Google Calendar events (meetings) as training windows; log in with metaclaw scheduler calendar login."`
 	CredentialsPath string `yaml:"credentials_path" check:"path" desc:"Google OAuth client secrets JSON (an OAuth client of type Desktop app from the Google Cloud console)."`
-	TokenPath       string `yaml:"token_path" default:"$METACLAW_HOME/calendar_token.json" check:"path" desc:"Where the calendar OAuth token is stored (mode 0600)."`
+	TokenPath       string `yaml:"token_path" default:"$METACLAW_HOME/calendar_token.json" check:"path" desc:"The calendar OAuth token file (mode 0600) when no OS keyring is used; its absolute path also names the keyring item."`
+	TokenStore      string `yaml:"token_store" default:"auto" enum:"auto,keyring,file" desc:"Where the calendar OAuth token is kept: auto (the OS keyring — Secret Service on Linux, Keychain on macOS, Credential Manager on Windows — when one answers, else token_path), keyring (only the keyring), file (only token_path)."`
 	CalendarID      string `yaml:"calendar_id" default:"primary" desc:"Google calendar to read; a calendar shared as free/busy only is read with freeBusy."`
 	APIBase         string `yaml:"api_base" default:"https://www.googleapis.com/calendar/v3" check:"url" desc:"Google Calendar API base URL."`
 	ICSURL          string `yaml:"ics_url" secret:"1" desc:"A published iCalendar (ICS) URL (https:// or webcal://) whose busy events are windows, from any calendar; stored in secrets.yaml (it usually holds a private token)."`

@@ -69,7 +69,7 @@ func TestGet(t *testing.T) {
 		{"rl.learning_rate", "0.0001", ""},
 		{"llm.api_key", "k", ""},
 		{"openrouter.fallback_models", "a,b", ""},
-		{"scheduler.calendar", "enabled: false\ncredentials_path: \"\"\ntoken_path: " + c.Scheduler.Calendar.TokenPath + "\ncalendar_id: primary\napi_base: https://www.googleapis.com/calendar/v3\nics_url: \"\"\nrefresh_minutes: 15\n", ""},
+		{"scheduler.calendar", "enabled: false\ncredentials_path: \"\"\ntoken_path: " + c.Scheduler.Calendar.TokenPath + "\ntoken_store: auto\ncalendar_id: primary\napi_base: https://www.googleapis.com/calendar/v3\nics_url: \"\"\nrefresh_minutes: 15\n", ""},
 		{"llm.api_bse", "", "did you mean `llm.api_base`?"},
 		{"", "", "unknown key"},
 	}

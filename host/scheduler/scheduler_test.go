@@ -295,3 +295,67 @@ func TestUserPauseAndExpiry(t *testing.T) {
 	s2.Resume(context.Background())
 	stepUntil(t, s2, rec, scheduler.StateWindowOpen)
 }
+
+// fixedSource answers one verdict.
+type fixedSource struct{ v scheduler.Verdict }
+
+func (f fixedSource) Name() string                      { return "fixed" }
+func (f fixedSource) Check(time.Time) scheduler.Verdict { return f.v }
+
+// While the user's pause holds, the next window is counted from its end:
+// a window open now that outlasts the pause opens then, upcoming ones over
+// before it are dropped, and an open-ended pause has none.
+func TestNextWindowWhilePaused(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	at := func(h float64) time.Time { return now.Add(time.Duration(h * float64(time.Hour))) }
+	span := func(from, to float64, why string) scheduler.Span {
+		sp := scheduler.Span{Start: at(from), Reason: why}
+		if to > 0 {
+			sp.End = at(to)
+		}
+		return sp
+	}
+	cases := []struct {
+		name      string
+		v         scheduler.Verdict
+		pause     time.Duration // 0 = not paused; -1 = until resumed
+		wantStart float64       // hours from now; -1 = no next window
+		wantWhy   string
+	}{
+		{"not paused", scheduler.Verdict{Upcoming: []scheduler.Span{span(0.5, 1, "meeting")}}, 0, 0.5, "meeting"},
+		{"upcoming over before the pause ends", scheduler.Verdict{Upcoming: []scheduler.Span{span(0.5, 1, "meeting"), span(3, 4, "review")}}, 2 * time.Hour, 3, "review"},
+		{"upcoming straddles the pause end", scheduler.Verdict{Upcoming: []scheduler.Span{span(1, 4, "offsite")}}, 2 * time.Hour, 2, "offsite (when the pause ends)"},
+		{"open now, outlasts the pause", scheduler.Verdict{Open: true, Reason: "asleep", Until: at(5)}, 2 * time.Hour, 2, "fixed: asleep (when the pause ends)"},
+		{"open now, ends before the pause", scheduler.Verdict{Open: true, Reason: "asleep", Until: at(1)}, 2 * time.Hour, -1, ""},
+		{"idle now, no known end", scheduler.Verdict{Open: true, Reason: "idle"}, 2 * time.Hour, 2, "fixed: idle (when the pause ends)"},
+		{"paused until resumed", scheduler.Verdict{Upcoming: []scheduler.Span{span(3, 4, "review")}}, -1, -1, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clock := &fakeClock{t: now}
+			s, err := scheduler.New(context.Background(), scheduler.Options{Clock: clock, Sources: []scheduler.Source{fixedSource{c.v}}, Store: &memStore{}, Log: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case c.pause > 0:
+				s.Pause(context.Background(), now.Add(c.pause))
+			case c.pause < 0:
+				s.Pause(context.Background(), time.Time{})
+			}
+			next := s.NextWindow()
+			if c.wantStart < 0 {
+				if next != nil {
+					t.Fatalf("next window %+v, want none", *next)
+				}
+				return
+			}
+			if next == nil || !next.Start.Equal(at(c.wantStart)) || next.Reason != c.wantWhy {
+				t.Fatalf("next window %+v, want %v %q", next, at(c.wantStart), c.wantWhy)
+			}
+			if st := s.Snapshot(context.Background(), 1); st.NextWindow == nil || !st.NextWindow.Start.Equal(next.Start) {
+				t.Fatalf("status disagrees: %+v", st.NextWindow)
+			}
+		})
+	}
+}

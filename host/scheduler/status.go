@@ -116,21 +116,46 @@ func (s *Scheduler) NextWindow() *Span {
 	return s.next(now, s.evaluate(now))
 }
 
+// next computes NextWindow. While the user's pause holds, nothing opens
+// before it ends: with no end there is no next window, else windows are
+// counted from the pause's end (one open now that outlasts it opens then).
 func (s *Scheduler) next(now time.Time, ev evaluation) *Span {
 	need := s.o.MinWindow
 	if step := s.StepDuration(); step > need {
 		need = step
 	}
+	s.mu.Lock()
+	paused, pausedUntil := s.p.UserPaused, s.p.PausedUntil
+	s.mu.Unlock()
+	if paused && pausedUntil.IsZero() {
+		return nil
+	}
+	notBefore := now
+	if paused && pausedUntil.After(now) {
+		notBefore = pausedUntil
+	}
 	var spans []Span
+	add := func(sp Span) {
+		if sp.Start.Before(notBefore) {
+			if !sp.End.IsZero() && !sp.End.After(notBefore) {
+				return // over before the pause ends
+			}
+			sp.Start = notBefore
+			sp.Reason += " (when the pause ends)"
+		}
+		if !sp.Start.After(now) || (!sp.End.IsZero() && sp.Len() < need) {
+			return
+		}
+		spans = append(spans, sp)
+	}
 	for _, v := range ev.verdicts {
+		if v.Open && notBefore.After(now) {
+			add(Span{Start: now, End: v.Until, Reason: v.Name + ": " + v.Reason})
+		}
 		for _, sp := range v.Upcoming {
-			if !sp.Start.After(now) {
-				continue
+			if sp.Start.After(now) {
+				add(sp)
 			}
-			if !sp.End.IsZero() && sp.Len() < need {
-				continue
-			}
-			spans = append(spans, sp)
 		}
 	}
 	if len(spans) == 0 {

@@ -89,11 +89,15 @@ func Build(ctx context.Context, cfg *config.Config, st *store.SQLite, o Options)
 	if sc.Calendar.Enabled {
 		var f scheduler.Fetcher
 		client, err := calendar.LoadClient(sc.Calendar.CredentialsPath)
+		var tokens calendar.TokenStore
+		if err == nil {
+			tokens, err = calendar.OpenTokenStore(ctx, sc.Calendar.TokenStore, sc.Calendar.TokenPath, 30*time.Second)
+		}
 		if err != nil {
 			f = failing{err}
 		} else {
 			f = &reloadingGoogle{Google: &calendar.Google{APIBase: sc.Calendar.APIBase, CalendarID: sc.Calendar.CalendarID, Client: client,
-				Token: &calendar.TokenFile{Path: sc.Calendar.TokenPath}, Location: loc}}
+				Token: tokens, Location: loc}}
 		}
 		sources = append(sources, &reloadSource{scheduler.NewCalendarSource(ctx, calOpts("calendar", f)), f})
 	}

@@ -95,7 +95,7 @@ func TestLoginRejectsAForgedRedirect(t *testing.T) {
 	}
 }
 
-func newGoogle(g *fakeGoogle, conf *oauth2.Config, tf *TokenFile) *Google {
+func newGoogle(g *fakeGoogle, conf *oauth2.Config, tf TokenStore) *Google {
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	return &Google{APIBase: g.srv.URL + "/calendar/v3", Client: conf, Token: tf, Location: berlin}
 }
@@ -131,17 +131,29 @@ func TestEventsHonourTransparencyAndDeclines(t *testing.T) {
 	}
 }
 
+// expireAndFetch expires the access token in tf and fetches once through
+// store, so the fetcher refreshes it; it returns the token from before.
+func expireAndFetch(t *testing.T, g *fakeGoogle, conf *oauth2.Config, tf *TokenFile, store TokenStore) (*oauth2.Token, *Google) {
+	t.Helper()
+	tok, err := tf.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := *tok
+	expired.Expiry = time.Now().Add(-time.Hour)
+	tf.Save(&expired)
+	gc := newGoogle(g, conf, store)
+	if _, err := gc.Fetch(context.Background(), time.Now(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	return tok, gc
+}
+
 func TestTokenRefreshAnd401(t *testing.T) {
 	g := newFakeGoogle(t)
 	conf, tf := login(t, g)
 	// The access token has expired: the fetcher refreshes and saves the new one.
-	tok, _ := tf.Load()
-	tok.Expiry = time.Now().Add(-time.Hour)
-	tf.Save(tok)
-	gc := newGoogle(g, conf, tf)
-	if _, err := gc.Fetch(context.Background(), time.Now(), time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	tok, gc := expireAndFetch(t, g, conf, tf, tf)
 	saved, _ := tf.Load()
 	if saved.AccessToken == tok.AccessToken || saved.RefreshToken != tok.RefreshToken || g.refreshes != 1 {
 		t.Fatalf("refreshed token not saved: %+v (refreshes %d)", saved, g.refreshes)

@@ -26,6 +26,9 @@ type fakeGoogle struct {
 	codes      map[string]authRequest // code → the request it answers
 	access     map[string]bool        // valid access tokens
 	refresh    map[string]bool        // valid refresh tokens
+	grantOf    map[string]string      // access token → the refresh token it came from
+	revoked    []string               // tokens revoked, in order
+	revokeFail int                    // answer /revoke with this status
 	issued     int
 	refreshes  int
 	fail       int // answer the next calendar calls with this status
@@ -47,10 +50,11 @@ const (
 )
 
 func newFakeGoogle(t *testing.T) *fakeGoogle {
-	f := &fakeGoogle{t: t, codes: map[string]authRequest{}, access: map[string]bool{}, refresh: map[string]bool{}, forbidden: map[string]bool{}, timeZone: "Europe/Berlin"}
+	f := &fakeGoogle{t: t, codes: map[string]authRequest{}, access: map[string]bool{}, refresh: map[string]bool{}, grantOf: map[string]string{}, forbidden: map[string]bool{}, timeZone: "Europe/Berlin"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /o/oauth2/auth", f.auth)
 	mux.HandleFunc("POST /token", f.token)
+	mux.HandleFunc("POST /revoke", f.revoke)
 	mux.HandleFunc("GET /calendar/v3/calendars/{id}/events", f.listEvents)
 	mux.HandleFunc("POST /calendar/v3/freeBusy", f.freeBusy)
 	f.srv = httptest.NewServer(mux)
@@ -134,12 +138,14 @@ func (f *fakeGoogle) token(w http.ResponseWriter, r *http.Request) {
 		rt := fmt.Sprintf("rt-%d", f.issued)
 		f.refresh[rt] = true
 		reply["refresh_token"] = rt
+		f.grantOf[reply["access_token"].(string)] = rt
 	case "refresh_token":
 		if !f.refresh[r.Form.Get("refresh_token")] {
 			tokenError(w, 400, "invalid_grant")
 			return
 		}
 		f.refreshes++
+		f.grantOf[reply["access_token"].(string)] = r.Form.Get("refresh_token")
 	default:
 		tokenError(w, 400, "unsupported_grant_type")
 		return
@@ -147,6 +153,35 @@ func (f *fakeGoogle) token(w http.ResponseWriter, r *http.Request) {
 	f.access[reply["access_token"].(string)] = true
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(reply)
+}
+
+// revoke is Google's revocation endpoint: a refresh token ends the grant
+// and every access token issued under it; an access token ends itself.
+func (f *fakeGoogle) revoke(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
+	tok := r.Form.Get("token")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.revokeFail != 0 {
+		tokenError(w, f.revokeFail, "backend_error")
+		return
+	}
+	switch {
+	case f.refresh[tok]:
+		delete(f.refresh, tok)
+		for at, rt := range f.grantOf {
+			if rt == tok {
+				delete(f.access, at)
+			}
+		}
+	case f.access[tok]:
+		delete(f.access, tok)
+	default:
+		tokenError(w, 400, "invalid_token")
+		return
+	}
+	f.revoked = append(f.revoked, tok)
+	w.WriteHeader(200)
 }
 
 // calendarAuth checks the bearer token and the injected failure.

@@ -28,7 +28,7 @@ type Google struct {
 	APIBase    string // default DefaultAPIBase
 	CalendarID string // default "primary"
 	Client     *oauth2.Config
-	Token      *TokenFile
+	Token      TokenStore
 	// Location is used for all-day events when the calendar names no zone.
 	Location *time.Location
 	// HTTPClient carries the requests (tests); nil = a client with a 30 s timeout.
@@ -90,7 +90,7 @@ func (g *Google) calendarID() string {
 }
 
 // client returns an HTTP client that adds the token, refreshing it when it
-// expires and saving every new token to the token file.
+// expires and saving every new token to the token store.
 func (g *Google) client(ctx context.Context, forceRefresh bool) (*http.Client, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

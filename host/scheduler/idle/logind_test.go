@@ -1,71 +1,16 @@
 package idle
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/prop"
-)
 
-// privateBus starts a dbus-daemon of its own (Debian package dbus-daemon)
-// and returns its address; the daemon is stopped by pid when the test ends.
-func privateBus(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("dbus-daemon")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("dbus-daemon is required in CI (.ci/run installs it)")
-		}
-		t.Skip("dbus-daemon not installed (apt-get install dbus-daemon); the logind test needs a private bus")
-	}
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "bus.conf")
-	os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=`+filepath.Join(dir, "bus")+`</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-`), 0o600)
-	cmd := exec.Command(bin, "--config-file="+conf, "--nofork", "--print-address=1")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		addr <- strings.TrimSpace(line)
-	}()
-	select {
-	case a := <-addr:
-		if a == "" {
-			t.Fatal("dbus-daemon printed no address")
-		}
-		return a
-	case <-time.After(10 * time.Second):
-		t.Fatal("dbus-daemon did not start")
-	}
-	return ""
-}
+	"github.com/metaclaw-go/metaclaw/internal/dbustest"
+)
 
 // fakeLogind serves the part of org.freedesktop.login1 the detector uses:
 // Manager.GetSession, the "auto" session alias and one session's
@@ -143,7 +88,7 @@ func untilWoken(t *testing.T, src *Source, now time.Time, open bool) string {
 }
 
 func TestLogindOverAPrivateBus(t *testing.T) {
-	addr := privateBus(t)
+	addr := dbustest.PrivateBus(t)
 	fake := startFakeLogind(t, addr)
 	l, err := DialLogind(context.Background(), addr)
 	if err != nil {
@@ -178,7 +123,7 @@ func TestLogindOverAPrivateBus(t *testing.T) {
 }
 
 func TestLogindWithoutASession(t *testing.T) {
-	addr := privateBus(t)
+	addr := dbustest.PrivateBus(t)
 	// A bus with no logind on it: the error says so, the caller falls back.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
