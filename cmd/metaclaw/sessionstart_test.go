@@ -27,6 +27,11 @@ var (
 	hookLessonWants = []string{"The user prefers tabs for indentation.", "PostgreSQL 16", "UTC+8"}
 )
 
+// hookNewServiceAsk opens session B. It names what the lesson's facts serve
+// (a database, a schedule in the user's time): facts come only to turns
+// about them, standing rules to every turn.
+const hookNewServiceAsk = "Set up a new service for me, with its database, and schedule its jobs in my timezone."
+
 // hookMemoryHost is a host with the real memory layer (heuristic extractor)
 // behind the rpc socket that `metaclaw plugin hook` reaches.
 func hookMemoryHost(t testing.TB) (*plugintest.Host, *memory.Host, string) {
@@ -179,7 +184,7 @@ func TestHookSessionStartCatchesUp(t *testing.T) {
 			if m := missing(memoryContents(t, mem), hookLessonWants...); len(m) > 0 {
 				t.Fatalf("after the session-start signal the memory lacks %q", m)
 			}
-			block := tc.client.ask(t, home, b, "Set up a new service for me.")
+			block := tc.client.ask(t, home, b, hookNewServiceAsk)
 			if m := missing(block, hookLessonWants...); len(m) > 0 {
 				t.Fatalf("B's first context lacks %q:\n%s", m, block)
 			}
@@ -208,7 +213,7 @@ func BenchmarkHermesNewSessionHooks(b *testing.B) {
 		_, el := hook(b, home, "hermes", "on_session_start", hermesPayload("on_session_start", s, map[string]any{"model": "m", "platform": "cli"}))
 		start = append(start, el)
 		t0 := time.Now()
-		if blk := hermesClient.ask(b, home, s, "Set up a new service for me."); len(missing(blk, hookLessonWants...)) > 0 {
+		if blk := hermesClient.ask(b, home, s, hookNewServiceAsk); len(missing(blk, hookLessonWants...)) > 0 {
 			b.Fatalf("B's first context lacks the lesson:\n%s", blk)
 		}
 		first = append(first, time.Since(t0))
