@@ -157,8 +157,10 @@ func TestOpenClawWithThePlugin(t *testing.T) {
 	if u := first.userTexts(); len(u) == 0 || !ocEnvelope.MatchString(u[0]) || !strings.Contains(u[0], facts[0].say) {
 		t.Fatalf("the first request does not carry OpenClaw's envelope: %q", u)
 	}
+	// Session 2 opens with a question about what session 1 taught: facts
+	// come to the turns they concern, standing rules to every turn.
 	n1 := len(w.up.requests())
-	s2 := []string{facts[2].say, facts[3].say, facts[4].say}
+	s2 := []string{"What is our staging host called?", facts[2].say, facts[3].say, facts[4].say}
 	for i, m := range s2 {
 		if reply, _, _ := w.turn("main", "e2e-s2", m); reply != "FAKE-REPLY-OK" {
 			t.Fatalf("session 2 turn %d: %q", i+1, reply)
@@ -260,10 +262,10 @@ func checkRecorded(t *testing.T, w *world) {
 		}
 	}
 	injected := false
-	// Session 2 has its three turns, then after /new the task and the tool
+	// Session 2 has its four turns, then after /new the task and the tool
 	// call (same explicit id), and the turn after metaclaw stop, which the
 	// plugin records once it has started the host again or replays later.
-	for session, want := range map[string][2]int{"e2e-s1": {3, 3}, "e2e-s2": {5, 6}} {
+	for session, want := range map[string][2]int{"e2e-s1": {3, 3}, "e2e-s2": {6, 7}} {
 		turns, err := st.SessionTurns(context.Background(), session)
 		if err != nil {
 			t.Fatal(err)
