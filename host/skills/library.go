@@ -314,7 +314,10 @@ func (l *Library) syncLocked(ctx context.Context) (SyncReport, error) {
 	rep.Problems = problems
 	rep.Loaded = len(found)
 	l.reportProblems(problems)
-	l.problems.Store(&problems)
+	// Problems become visible only with the snapshot they explain (after
+	// publish): a caller that sees a file reported broken must no longer
+	// be served the skill it held.
+	defer l.problems.Store(&problems)
 
 	existing := map[string]indexRow{}
 	rows, err := l.w.QueryContext(ctx, `SELECT name, hash, path FROM skills`)
