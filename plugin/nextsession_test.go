@@ -15,20 +15,14 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/memory"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
+	"github.com/metaclaw-go/metaclaw/internal/lessontest"
 	"github.com/metaclaw-go/metaclaw/plugin"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
 // What the user teaches in the first OpenClaw session: plain statements
 // that would otherwise wait for a batch of five or the session's end.
-var ocLesson = []string{"I prefer tabs for indentation.", "We use PostgreSQL 16 for the main database.", "My timezone is UTC+8."}
-
-var ocLessonWants = []string{"The user prefers tabs for indentation.", "PostgreSQL 16", "UTC+8"}
-
-// ocNewServiceAsk opens session B. It names what the lesson's facts serve
-// (a database, a schedule in the user's time): facts come only to turns
-// about them, standing rules to every turn.
-const ocNewServiceAsk = "Set up a new service for me, with its database, and schedule its jobs in my timezone."
+var ocLesson = lessontest.Says()
 
 // memoryHost is an in-process host with the real memory layer behind the
 // rpc socket, and `plugin serve --client openclaw` in front of it.
@@ -131,8 +125,8 @@ func TestOpenClawNewSessionSeesWhatTheLastOneTaught(t *testing.T) {
 			if tc.announce != nil {
 				tc.announce(t, h)
 			}
-			block := h.turn(t, tc.b, nil, ocNewServiceAsk)
-			if m := lacks(block, ocLessonWants...); len(m) > 0 {
+			block := h.turn(t, tc.b, nil, lessontest.NewServiceAsk)
+			if m := lacks(block, lessontest.Wants()...); len(m) > 0 {
 				t.Fatalf("the new session's first prompt lacks %q:\n%s", m, block)
 			}
 			if tc.a != tc.b {
@@ -162,7 +156,7 @@ func TestOpenClawNewSessionWithSlowLLMExtractor(t *testing.T) {
 	first := "Set up a new service for me."
 	h.turn(t, "llm-b", nil, first) // completes while the LLM holds every call
 	block := h.turn(t, "llm-b", []string{first}, "Which database should it use, and which timezone for its cron jobs?")
-	if m := lacks(block, ocLessonWants...); len(m) > 0 {
+	if m := lacks(block, lessontest.Wants()...); len(m) > 0 {
 		t.Fatalf("B's second prompt lacks %q:\n%s", m, block)
 	}
 	release()

@@ -16,21 +16,14 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/memory"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/internal/lessontest"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
 
 // Three plain statements of a first session: fewer than
 // memory.ingest_every_turns, and nothing that marks them durable, so only a
 // session start (or the session's end) ingests them.
-var (
-	hookLesson      = []string{"I prefer tabs for indentation.", "We use PostgreSQL 16 for the main database.", "My timezone is UTC+8."}
-	hookLessonWants = []string{"The user prefers tabs for indentation.", "PostgreSQL 16", "UTC+8"}
-)
-
-// hookNewServiceAsk opens session B. It names what the lesson's facts serve
-// (a database, a schedule in the user's time): facts come only to turns
-// about them, standing rules to every turn.
-const hookNewServiceAsk = "Set up a new service for me, with its database, and schedule its jobs in my timezone."
+var hookLesson = lessontest.Says()
 
 // hookMemoryHost is a host with the real memory layer (heuristic extractor)
 // behind the rpc socket that `metaclaw plugin hook` reaches.
@@ -181,11 +174,11 @@ func TestHookSessionStartCatchesUp(t *testing.T) {
 			}
 			tc.client.start(t, home, a, b)
 			// The signal did the catch-up: before B's first retrieval.
-			if m := missing(memoryContents(t, mem), hookLessonWants...); len(m) > 0 {
+			if m := missing(memoryContents(t, mem), lessontest.Wants()...); len(m) > 0 {
 				t.Fatalf("after the session-start signal the memory lacks %q", m)
 			}
-			block := tc.client.ask(t, home, b, hookNewServiceAsk)
-			if m := missing(block, hookLessonWants...); len(m) > 0 {
+			block := tc.client.ask(t, home, b, lessontest.NewServiceAsk)
+			if m := missing(block, lessontest.Wants()...); len(m) > 0 {
 				t.Fatalf("B's first context lacks %q:\n%s", m, block)
 			}
 			if s := h.Session(t, a); (s.EndedAt != nil) != tc.endsA {
@@ -213,7 +206,7 @@ func BenchmarkHermesNewSessionHooks(b *testing.B) {
 		_, el := hook(b, home, "hermes", "on_session_start", hermesPayload("on_session_start", s, map[string]any{"model": "m", "platform": "cli"}))
 		start = append(start, el)
 		t0 := time.Now()
-		if blk := hermesClient.ask(b, home, s, hookNewServiceAsk); len(missing(blk, hookLessonWants...)) > 0 {
+		if blk := hermesClient.ask(b, home, s, lessontest.NewServiceAsk); len(missing(blk, lessontest.Wants()...)) > 0 {
 			b.Fatalf("B's first context lacks the lesson:\n%s", blk)
 		}
 		first = append(first, time.Since(t0))

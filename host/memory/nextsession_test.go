@@ -13,21 +13,10 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
+	"github.com/metaclaw-go/metaclaw/internal/lessontest"
 )
 
-// lesson is what a user teaches in one session: plain statements, none
-// marked durable, so they wait for a batch of memory.ingest_every_turns or
-// the session's end, unless a new session catches up with them.
-var lesson = []struct{ say, want string }{
-	{"I prefer tabs for indentation.", "The user prefers tabs for indentation."},
-	{"We use PostgreSQL 16 for the main database.", "PostgreSQL 16"},
-	{"My timezone is UTC+8.", "UTC+8"},
-}
-
-// newServiceAsk opens session B. It names what the lesson's facts serve (a
-// database, a schedule in the user's time): facts come only to turns about
-// them, standing rules to every turn.
-const newServiceAsk = "Set up a new service for me, with its database, and schedule its jobs in my timezone."
+var lesson = lessontest.Lesson
 
 // nextSessionCfg is memory with a catch-up bound the test never hits (the
 // default bound is a measured latency, not something a test may assert).
@@ -97,8 +86,8 @@ func teach(t *testing.T, c sdkClient, session string) {
 	t.Helper()
 	var history []string
 	for _, l := range lesson {
-		c.say(t, session, history, l.say)
-		history = append(history, l.say)
+		c.say(t, session, history, l.Say)
+		history = append(history, l.Say)
 	}
 }
 
@@ -108,14 +97,6 @@ func missing(block string, wants ...string) []string {
 		if !strings.Contains(block, w) {
 			out = append(out, w)
 		}
-	}
-	return out
-}
-
-func lessonWants() []string {
-	var out []string
-	for _, l := range lesson {
-		out = append(out, l.want)
 	}
 	return out
 }
@@ -144,8 +125,8 @@ func TestNewSessionSeesWhatTheLastOneTaught(t *testing.T) {
 			if n, _ := h.mem.Ingester.Pending(ctx); n != 3 {
 				t.Fatalf("pending after session A: %d", n)
 			}
-			sys := c.say(t, tc.b, nil, newServiceAsk)
-			if m := missing(memoryBlock(sys), lessonWants()...); len(m) > 0 {
+			sys := c.say(t, tc.b, nil, lessontest.NewServiceAsk)
+			if m := missing(memoryBlock(sys), lessontest.Wants()...); len(m) > 0 {
 				t.Fatalf("B's first request lacks %q; system prompt:\n%s", m, sys)
 			}
 			sessA := sessionOf(t, h, "I prefer tabs for indentation.")
@@ -209,7 +190,7 @@ func TestNewSessionWithSlowLLMExtractor(t *testing.T) {
 	c := openaiSDK{h, "/v1"}
 
 	teach(t, c, "llm-a")
-	c.say(t, "llm-b", nil, newServiceAsk) // returns although the LLM holds every call
+	c.say(t, "llm-b", nil, lessontest.NewServiceAsk) // returns although the LLM holds every call
 	waitFor(t, "the LLM extraction of A to be asked", func() bool { return len(slow.Requests()) > 0 })
 	// B's first turn waits session_start_wait_ms for A's heuristic units,
 	// then lets them land in the background: on a loaded machine they may
@@ -221,10 +202,10 @@ func TestNewSessionWithSlowLLMExtractor(t *testing.T) {
 		for _, u := range us {
 			text = append(text, u.Content)
 		}
-		return len(missing(strings.Join(text, "\n"), lessonWants()...)) == 0
+		return len(missing(strings.Join(text, "\n"), lessontest.Wants()...)) == 0
 	})
-	sys := c.say(t, "llm-b", []string{newServiceAsk}, "Which database should it use?")
-	if m := missing(memoryBlock(sys), lessonWants()...); len(m) > 0 {
+	sys := c.say(t, "llm-b", []string{lessontest.NewServiceAsk}, "Which database should it use?")
+	if m := missing(memoryBlock(sys), lessontest.Wants()...); len(m) > 0 {
 		t.Fatalf("B's second request lacks %q:\n%s", m, sys)
 	}
 	if n, _ := h.mem.Ingester.Pending(ctx); n < 3 {
@@ -245,7 +226,7 @@ func TestNewSessionWithSlowLLMExtractor(t *testing.T) {
 		}
 		return llm == 3 && prov == 0
 	})
-	sys = c.say(t, "llm-b", []string{newServiceAsk, "Which database should it use?"}, "And the indentation, in my timezone?")
+	sys = c.say(t, "llm-b", []string{lessontest.NewServiceAsk, "Which database should it use?"}, "And the indentation, in my timezone?")
 	block := memoryBlock(sys)
 	if m := missing(block, "Indentation: the user wants tabs.", "Main database: PostgreSQL 16.", "Timezone of the user: UTC+8."); len(m) > 0 || strings.Contains(block, "The user prefers tabs") {
 		t.Fatalf("the LLM's memories should have replaced the heuristic's (missing %q):\n%s", m, block)
@@ -409,7 +390,7 @@ func TestCatchUpIsBoundedThenContinues(t *testing.T) {
 	h := startHost(t, testCfg(t, func(m *config.Memory) { m.SessionStartWaitMS = 0 }), WireOptions{}, "")
 	ctx := context.Background()
 	for i, l := range lesson {
-		h.chat(l.say, chatOpts{session: "bg-a", user: "u", history: historyOf(lesson[:i])})
+		h.chat(l.Say, chatOpts{session: "bg-a", user: "u", history: historyOf(lesson[:i])})
 	}
 	h.chat("Hello again.", chatOpts{session: "bg-b", user: "u"})
 	h.Flush(t)
@@ -423,10 +404,10 @@ func TestCatchUpIsBoundedThenContinues(t *testing.T) {
 	}
 }
 
-func historyOf(ls []struct{ say, want string }) []map[string]any {
+func historyOf(ls []lessontest.Fact) []map[string]any {
 	var out []map[string]any
 	for _, l := range ls {
-		out = append(out, map[string]any{"role": "user", "content": l.say}, map[string]any{"role": "assistant", "content": "FAKE-REPLY-OK"})
+		out = append(out, map[string]any{"role": "user", "content": l.Say}, map[string]any{"role": "assistant", "content": "FAKE-REPLY-OK"})
 	}
 	return out
 }
