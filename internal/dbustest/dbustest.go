@@ -5,7 +5,6 @@
 package dbustest
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 // need skips the test when a program is missing, except in CI, where
@@ -64,21 +65,7 @@ func PrivateBus(t *testing.T) string {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	addr := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		addr <- strings.TrimSpace(line)
-	}()
-	select {
-	case a := <-addr:
-		if a == "" {
-			t.Fatal("dbus-daemon printed no address")
-		}
-		return a
-	case <-time.After(10 * time.Second):
-		t.Fatal("dbus-daemon did not start")
-	}
-	return ""
+	return testwait.FirstLine(t, "dbus-daemon's address", out)
 }
 
 // SecretService starts gnome-keyring-daemon (secrets component only) on a

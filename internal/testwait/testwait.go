@@ -4,6 +4,9 @@
 package testwait
 
 import (
+	"bufio"
+	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,4 +36,26 @@ func Until(d time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(wait)
 	}
+}
+
+// FirstLine reads the first line a just-started process writes to r (its
+// address, its display number), trimmed; the test fails, naming what, when
+// the line is empty or does not come within Deadline.
+func FirstLine(t testing.TB, what string, r io.Reader) string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		got <- strings.TrimSpace(line)
+	}()
+	select {
+	case line := <-got:
+		if line == "" {
+			t.Fatalf("%s: nothing was printed", what)
+		}
+		return line
+	case <-time.After(Deadline):
+		t.Fatalf("timed out after %s waiting for %s", Deadline, what)
+	}
+	return ""
 }

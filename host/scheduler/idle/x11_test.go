@@ -1,7 +1,6 @@
 package idle
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
+
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 // startXvfb runs Debian's Xvfb on a display number it picks itself
@@ -43,33 +44,7 @@ func startXvfb(t *testing.T) (string, *exec.Cmd) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	got := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(r).ReadString('\n')
-		got <- strings.TrimSpace(line)
-	}()
-	select {
-	case n := <-got:
-		if n == "" {
-			t.Fatal("Xvfb printed no display number")
-		}
-		return ":" + n, cmd
-	case <-time.After(20 * time.Second):
-		t.Fatal("Xvfb did not start")
-	}
-	return "", nil
-}
-
-// waitFor polls cond (bounded) for a state the X server reaches by itself.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return ":" + testwait.FirstLine(t, "Xvfb's display number", r), cmd
 }
 
 // moveMouse sends a pointer motion through the XTEST extension, as a user
@@ -107,7 +82,7 @@ func TestX11IdleUnderXvfb(t *testing.T) {
 	if x.Name() != "X11 screensaver ("+display+")" {
 		t.Fatalf("name %q", x.Name())
 	}
-	waitFor(t, "the idle time to pass 400ms", func() bool {
+	testwait.For(t, "the idle time to pass 400ms", func() bool {
 		d, ok := x.Idle(time.Now())
 		return ok && d >= 400*time.Millisecond
 	})
@@ -144,7 +119,7 @@ func TestX11IdleUnderXvfb(t *testing.T) {
 
 	xvfb.Process.Signal(syscall.SIGTERM)
 	xvfb.Wait()
-	waitFor(t, "the detector to notice the X server is gone", func() bool { return x.Err() != nil })
+	testwait.For(t, "the detector to notice the X server is gone", func() bool { return x.Err() != nil })
 	if _, ok := x.Idle(time.Now()); ok {
 		t.Fatal("a gone X server still answers")
 	}
