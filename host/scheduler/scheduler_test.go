@@ -359,3 +359,38 @@ func TestNextWindowWhilePaused(t *testing.T) {
 		})
 	}
 }
+
+// During the return grace after a request, a window open now is expected to
+// resume when the grace ends (not at the source's next span, e.g. tomorrow
+// night's sleep), unless it closes before then.
+func TestNextWindowDuringReturnGrace(t *testing.T) {
+	now := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
+	at := func(h float64) time.Time { return now.Add(time.Duration(h * float64(time.Hour))) }
+	tomorrow := scheduler.Span{Start: at(22), End: at(29), Reason: "asleep"}
+	cases := []struct {
+		name      string
+		v         scheduler.Verdict
+		wantStart float64
+		wantWhy   string
+	}{
+		{"asleep until 07:00", scheduler.Verdict{Open: true, Reason: "asleep", Until: at(5), Upcoming: []scheduler.Span{tomorrow}}, 0.5, "fixed: asleep (if the user stays away until 02:30)"},
+		{"sleep ends inside the grace", scheduler.Verdict{Open: true, Reason: "asleep", Until: at(0.25), Upcoming: []scheduler.Span{tomorrow}}, 22, "asleep"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clock := &fakeClock{t: now}
+			s, err := scheduler.New(context.Background(), scheduler.Options{Clock: clock, Sources: []scheduler.Source{fixedSource{c.v}}, Store: &memStore{}, Log: zerolog.Nop(), ReturnGrace: 30 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Touch()
+			next := s.NextWindow()
+			if next == nil || !next.Start.Equal(at(c.wantStart)) || next.Reason != c.wantWhy {
+				t.Fatalf("next window %+v, want %v %q", next, at(c.wantStart), c.wantWhy)
+			}
+			if st := s.Snapshot(context.Background(), 1); !strings.Contains(st.Now, "the user is active") {
+				t.Fatalf("status now %q, want the user active", st.Now)
+			}
+		})
+	}
+}

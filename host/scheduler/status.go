@@ -119,6 +119,7 @@ func (s *Scheduler) NextWindow() *Span {
 // next computes NextWindow. While the user's pause holds, nothing opens
 // before it ends: with no end there is no next window, else windows are
 // counted from the pause's end (one open now that outlasts it opens then).
+// The return grace after the user's last request is counted the same way.
 func (s *Scheduler) next(now time.Time, ev evaluation) *Span {
 	need := s.o.MinWindow
 	if step := s.StepDuration(); step > need {
@@ -130,18 +131,25 @@ func (s *Scheduler) next(now time.Time, ev evaluation) *Span {
 	if paused && pausedUntil.IsZero() {
 		return nil
 	}
-	notBefore := now
+	notBefore, after := now, ""
 	if paused && pausedUntil.After(now) {
-		notBefore = pausedUntil
+		notBefore, after = pausedUntil, " (when the pause ends)"
+	}
+	// A user who just made a request holds windows shut for the return
+	// grace; a window open now resumes when it ends if they stay away.
+	if !ev.lastAct.IsZero() && s.o.ReturnGrace > 0 {
+		if graceEnd := ev.lastAct.Add(s.o.ReturnGrace); graceEnd.After(notBefore) {
+			notBefore, after = graceEnd, " (if the user stays away until "+graceEnd.Format("15:04")+")"
+		}
 	}
 	var spans []Span
 	add := func(sp Span) {
 		if sp.Start.Before(notBefore) {
 			if !sp.End.IsZero() && !sp.End.After(notBefore) {
-				return // over before the pause ends
+				return // over before the pause or the grace ends
 			}
 			sp.Start = notBefore
-			sp.Reason += " (when the pause ends)"
+			sp.Reason += after
 		}
 		if !sp.Start.After(now) || (!sp.End.IsZero() && sp.Len() < need) {
 			return
