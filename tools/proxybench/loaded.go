@@ -67,7 +67,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 	}
 	c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
 	cleanup = append(cleanup, func() { c.Close() })
-	sh, err := skills.Wire(ctx, cfg, st, c, zerolog.Nop(), skills.WireOptions{})
+	sh, err := skills.Assemble(ctx, cfg, st, c, zerolog.Nop(), skills.AssembleOptions{})
 	if err != nil {
 		return fail(err)
 	}
@@ -75,7 +75,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 	if n := len(sh.Lib.List()); n != nSkills {
 		return fail(fmt.Errorf("loaded %d skills, want %d", n, nSkills))
 	}
-	mh, err := memory.Wire(ctx, cfg, st, c, zerolog.Nop(), memory.WireOptions{})
+	mh, err := memory.Assemble(ctx, cfg, st, c, zerolog.Nop(), memory.AssembleOptions{})
 	if err != nil {
 		return fail(err)
 	}
