@@ -9,12 +9,12 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/rpc"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
 	"github.com/metaclaw-go/metaclaw/internal/testwait"
 	"github.com/metaclaw-go/metaclaw/plugin"
@@ -31,7 +31,7 @@ func TestBlockCorrelationWithoutTraceID(t *testing.T) {
 	var srv *rpc.Server
 	provider := &plugintest.Provider{}
 	th := testhost.Start(t, testhost.Options{
-		UpstreamAPI: wire.Anthropic,
+		UpstreamAPI: apiformat.Anthropic,
 		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
 			c.AddProvider(provider)
 			srv = rpc.New(rpc.Options{Core: c, Log: zerolog.Nop()})

@@ -43,7 +43,7 @@ func startMemoryHost(t testing.TB, mutate func(*config.Config)) *memoryHost {
 	}
 	mh := &memoryHost{}
 	mh.Host = plugintest.StartWith(t, home, func(c *core.Core, st *store.SQLite) {
-		h, err := memory.Wire(context.Background(), cfg, st, c, zerolog.Nop(), memory.WireOptions{})
+		h, err := memory.Assemble(context.Background(), cfg, st, c, zerolog.Nop(), memory.AssembleOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

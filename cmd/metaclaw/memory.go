@@ -49,7 +49,7 @@ func memOpen(cmd *cobra.Command) (*memEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem := memory.Open(st, memory.OptionsFromConfig(cfg, st, zerolog.Nop(), memory.WireOptions{}))
+	mem := memory.Open(st, memory.OptionsFromConfig(cfg, st, zerolog.Nop(), memory.AssembleOptions{}))
 	return &memEnv{cfg: cfg, st: st, mem: mem}, nil
 }
 
@@ -631,8 +631,8 @@ the session's end. When the host runs, it is asked over HTTP (POST
 					return err
 				}
 				defer st.Close()
-				mem := memory.Open(st, memory.OptionsFromConfig(cfg, st, zerolog.Nop(), memory.WireOptions{}))
-				in, err := memory.NewLocalIngester(cfg, st, mem, memory.WireOptions{SidecarKey: os.Getenv("METACLAW_MEMORY_SIDECAR_KEY")})
+				mem := memory.Open(st, memory.OptionsFromConfig(cfg, st, zerolog.Nop(), memory.AssembleOptions{}))
+				in, err := memory.NewLocalIngester(cfg, st, mem, memory.AssembleOptions{SidecarKey: os.Getenv("METACLAW_MEMORY_SIDECAR_KEY")})
 				if err != nil {
 					return err
 				}

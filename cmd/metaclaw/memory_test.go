@@ -190,7 +190,7 @@ func TestMemoryCLIFlushAsksTheRunningHost(t *testing.T) {
 	cfg := config.Default(c.home)
 	var mem *memory.Host
 	h := testhost.Start(t, testhost.Options{Dir: c.home, Setup: func(co *core.Core, st *store.SQLite) []proxy.Route {
-		m, err := memory.Wire(context.Background(), cfg, st, co, zerolog.Nop(), memory.WireOptions{})
+		m, err := memory.Assemble(context.Background(), cfg, st, co, zerolog.Nop(), memory.AssembleOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func hookMemoryHost(t testing.TB) (*plugintest.Host, *memory.Host, string) {
 	cfg.Memory.SessionStartWaitMS = 2500
 	var mem *memory.Host
 	h := plugintest.StartWith(t, home, func(c *core.Core, st *store.SQLite) {
-		m, err := memory.Wire(context.Background(), cfg, st, c, zerolog.Nop(), memory.WireOptions{})
+		m, err := memory.Assemble(context.Background(), cfg, st, c, zerolog.Nop(), memory.AssembleOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

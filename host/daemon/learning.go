@@ -16,7 +16,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
 )
 
-// part wires one learning component (skills, memory, …) into the host: it
+// part assembles one learning component (skills, memory, …) into the host: it
 // registers providers, listeners and jobs on the core and may add routes.
 // The closer, if any, runs at shutdown after the proxy has stopped.
 // emb is the embedder shared by skills and memory (plugins.embedder), or nil

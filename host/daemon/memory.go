@@ -15,7 +15,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
-// setupMemory wires the memory layer (host/memory): the "memory" provider,
+// setupMemory assembles the memory layer (host/memory): the "memory" provider,
 // ingestion every memory.ingest_every_turns main turns and at session end,
 // the memory_* tools and the /v1/memory/… routes. Its closer ingests what is
 // still pending at shutdown. With memory.sidecar_url the provider, ingestion
@@ -26,7 +26,7 @@ func setupMemory(ctx context.Context, cfg *config.Config, st *store.SQLite, c *c
 	if key == "" {
 		key = os.Getenv("METACLAW_MEMORY_SIDECAR_KEY")
 	}
-	h, err := memory.Wire(ctx, cfg, st, c, log.With().Str("part", "memory").Logger(), memory.WireOptions{
+	h, err := memory.Assemble(ctx, cfg, st, c, log.With().Str("part", "memory").Logger(), memory.AssembleOptions{
 		SidecarKey: key,
 		Embedder:   emb,
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/dashboard"
@@ -26,7 +27,6 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 	"github.com/metaclaw-go/metaclaw/host/version"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // NotConfiguredMessage is what LLM requests get until an upstream is set.
@@ -220,7 +220,7 @@ func ProxyOptions(cfg *config.Config, c *core.Core, log zerolog.Logger) proxy.Op
 	o := proxy.Options{
 		Core:             c,
 		Log:              log,
-		UpstreamAPI:      wire.API(cfg.LLM.API),
+		UpstreamAPI:      apiformat.API(cfg.LLM.API),
 		UpstreamBase:     cfg.LLM.APIBase,
 		UpstreamKey:      cfg.LLM.APIKey,
 		Model:            cfg.LLM.ModelID,

@@ -14,7 +14,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
-// setupSkills wires the skill library (host/skills) when skills.enabled:
+// setupSkills assembles the skill library (host/skills) when skills.enabled:
 // the "skills" context provider, the watcher that re-indexes SKILL.md edits
 // (the returned closer stops it), the evolver when skills.auto_evolve, and
 // the read-only /v1/skills routes.
@@ -22,7 +22,7 @@ func setupSkills(ctx context.Context, cfg *config.Config, st *store.SQLite, c *c
 	if !cfg.Skills.Enabled {
 		return nil, nil, nil
 	}
-	h, err := skills.Wire(ctx, cfg, st, c, log.With().Str("part", "skills").Logger(), skills.WireOptions{Embedder: emb})
+	h, err := skills.Assemble(ctx, cfg, st, c, log.With().Str("part", "skills").Logger(), skills.AssembleOptions{Embedder: emb})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -61,13 +61,13 @@ func TestLearnedPagesInBrowser(t *testing.T) {
 	h := testhost.Start(t, testhost.Options{
 		Dir: dir,
 		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
-			sh, err := skills.Wire(context.Background(), cfg, st, c, zerolog.Nop(), skills.WireOptions{})
+			sh, err := skills.Assemble(context.Background(), cfg, st, c, zerolog.Nop(), skills.AssembleOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { sh.Close() })
 			lib = sh.Lib
-			mh, err := memory.Wire(context.Background(), cfg, st, c, zerolog.Nop(), memory.WireOptions{})
+			mh, err := memory.Assemble(context.Background(), cfg, st, c, zerolog.Nop(), memory.AssembleOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/version"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // Message is one chat message.
@@ -88,9 +88,9 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 }
 
 func (c *Client) complete(ctx context.Context, req Request) (Response, error) {
-	api := wire.API(c.ep.API)
-	if api != wire.Anthropic {
-		api = wire.OpenAI
+	api := apiformat.API(c.ep.API)
+	if api != apiformat.Anthropic {
+		api = apiformat.OpenAI
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
@@ -102,7 +102,7 @@ func (c *Client) complete(ctx context.Context, req Request) (Response, error) {
 	}
 	base := strings.TrimRight(c.ep.APIBase, "/")
 	var url string
-	if api == wire.Anthropic {
+	if api == apiformat.Anthropic {
 		if !strings.HasSuffix(base, "/v1") {
 			base += "/v1"
 		}
@@ -132,7 +132,7 @@ func (c *Client) complete(ctx context.Context, req Request) (Response, error) {
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("User-Agent", "metaclaw/"+version.Version)
-	if api == wire.Anthropic {
+	if api == apiformat.Anthropic {
 		hr.Header.Set("anthropic-version", "2023-06-01")
 		if c.ep.APIKey != "" {
 			hr.Header.Set("x-api-key", c.ep.APIKey)
@@ -156,7 +156,7 @@ func (c *Client) complete(ctx context.Context, req Request) (Response, error) {
 		}
 		return Response{}, fmt.Errorf("%s call: HTTP %d: %s", c.purpose, resp.StatusCode, msg)
 	}
-	sum, err := wire.SummarizeResponse(api, out)
+	sum, err := apiformat.SummarizeResponse(api, out)
 	if err != nil {
 		return Response{}, fmt.Errorf("%s call: %w", c.purpose, err)
 	}

@@ -15,7 +15,7 @@ import (
 // retrieval, manual add/edit/forget and HTTP searches, all at once (run with
 // -race). Afterwards the index agrees with the units and nothing is pending.
 func TestConcurrentUse(t *testing.T) {
-	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 2 }), WireOptions{}, "")
+	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 2 }), AssembleOptions{}, "")
 	ctx := context.Background()
 	s := h.mem.Store
 	prefs := []string{"I prefer tabs for indentation.", "Actually I prefer spaces for indentation.", "Never deploy on Fridays.",

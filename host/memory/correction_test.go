@@ -19,7 +19,7 @@ import (
 // memory API lists.
 func TestCorrectionPointsThroughProxy(t *testing.T) {
 	clk := &fakeClock{}
-	h := startHost(t, testCfg(t, nil), WireOptions{Now: clk.Now}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{Now: clk.Now}, "")
 	client := openai.NewClient(option.WithBaseURL(h.URL+"/v1"), option.WithAPIKey("client-key"), option.WithMaxRetries(0),
 		option.WithHeader("X-User-Id", "dana"))
 	const reminder = "\n\nKeep this in mind as you continue with the next task."
@@ -137,7 +137,7 @@ func TestCorrectionPointsThroughProxy(t *testing.T) {
 // each once; a relevant fact still gets its own place.
 func TestFifteenStandingRulesWithinBudget(t *testing.T) {
 	clk := &fakeClock{}
-	h := startHost(t, testCfg(t, nil), WireOptions{Now: clk.Now}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{Now: clk.Now}, "")
 	rules := []struct{ say, sig string }{
 		{"Never deploy on Fridays.", "Fridays"},
 		{"Always write tests before the code.", "tests before"},

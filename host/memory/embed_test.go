@@ -54,7 +54,7 @@ func TestEmbeddingsFindWhatWordsMiss(t *testing.T) {
 	defer srv.Close()
 	cfg := testCfg(t, func(m *config.Memory) { m.UseEmbeddings = true })
 	cfg.LLM.APIBase = srv.URL
-	h := startHost(t, cfg, WireOptions{}, "")
+	h := startHost(t, cfg, AssembleOptions{}, "")
 	if h.mem.Store.o.Embedder == nil || h.mem.Store.o.Mode != "hybrid" {
 		t.Fatalf("embedder not wired: %+v", h.mem.Store.o)
 	}

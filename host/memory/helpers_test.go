@@ -64,15 +64,15 @@ func testCfg(t testing.TB, mutate func(*config.Memory)) *config.Config {
 	return cfg
 }
 
-// memHost is a real host (store, core, proxy, fake upstream) with memory wired
-// exactly as the daemon wires it.
+// memHost is a real host (store, core, proxy, fake upstream) with memory assembled
+// exactly as the daemon assembles it.
 type memHost struct {
 	*testhost.Host
 	mem *Host
 	t   testing.TB
 }
 
-func startHost(t testing.TB, cfg *config.Config, wo WireOptions, dir string) *memHost {
+func startHost(t testing.TB, cfg *config.Config, wo AssembleOptions, dir string) *memHost {
 	t.Helper()
 	mh := &memHost{t: t}
 	mh.Host = startWith(t, cfg, wo, dir, mh, 0)
@@ -80,22 +80,22 @@ func startHost(t testing.TB, cfg *config.Config, wo WireOptions, dir string) *me
 }
 
 func startIdleHost(t testing.TB, cfg *config.Config, mh *memHost, idle time.Duration) *testhost.Host {
-	return startWith(t, cfg, WireOptions{}, "", mh, idle)
+	return startWith(t, cfg, AssembleOptions{}, "", mh, idle)
 }
 
 func startAuthHost(t testing.TB, cfg *config.Config, mh *memHost, key string) *testhost.Host {
-	return startWithKey(t, cfg, WireOptions{}, "", mh, 0, key)
+	return startWithKey(t, cfg, AssembleOptions{}, "", mh, 0, key)
 }
 
 func coreQuery(user, agent string) core.Query {
 	return core.Query{Agent: agent, Scope: core.Scope{UserID: user}}
 }
 
-func startWith(t testing.TB, cfg *config.Config, wo WireOptions, dir string, mh *memHost, idle time.Duration) *testhost.Host {
+func startWith(t testing.TB, cfg *config.Config, wo AssembleOptions, dir string, mh *memHost, idle time.Duration) *testhost.Host {
 	return startWithKey(t, cfg, wo, dir, mh, idle, "")
 }
 
-func startWithKey(t testing.TB, cfg *config.Config, wo WireOptions, dir string, mh *memHost, idle time.Duration, key string) *testhost.Host {
+func startWithKey(t testing.TB, cfg *config.Config, wo AssembleOptions, dir string, mh *memHost, idle time.Duration, key string) *testhost.Host {
 	t.Helper()
 	return testhost.Start(t, testhost.Options{
 		Dir: dir, SessionIdle: idle,
@@ -105,7 +105,7 @@ func startWithKey(t testing.TB, cfg *config.Config, wo WireOptions, dir string, 
 			}
 		},
 		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
-			h, err := Wire(context.Background(), cfg, st, c, zerolog.Nop(), wo)
+			h, err := Assemble(context.Background(), cfg, st, c, zerolog.Nop(), wo)
 			if err != nil {
 				t.Fatal(err)
 			}

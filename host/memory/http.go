@@ -14,9 +14,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // API serves the memory HTTP routes (behind the proxy's auth, each also
@@ -63,7 +63,7 @@ const maxBody = 8 << 20
 func WriteError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(wire.ErrorBody(wire.OpenAI, status, msg))
+	w.Write(apiformat.ErrorBody(apiformat.OpenAI, status, msg))
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

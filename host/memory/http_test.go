@@ -19,7 +19,7 @@ type apiError struct {
 }
 
 func TestHTTPRoutes(t *testing.T) {
-	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 2 }), WireOptions{}, "")
+	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 2 }), AssembleOptions{}, "")
 
 	// store → search (GET and POST) → get → patch → list → forget.
 	var stored struct {
@@ -154,7 +154,7 @@ func TestHTTPBehindProxyAuth(t *testing.T) {
 }
 
 func TestMemoryDisabled(t *testing.T) {
-	h := startHost(t, testCfg(t, func(m *config.Memory) { m.Enabled = false }), WireOptions{}, "")
+	h := startHost(t, testCfg(t, func(m *config.Memory) { m.Enabled = false }), AssembleOptions{}, "")
 	var e apiError
 	if code := h.api("GET", "/v1/memory/status", nil, &e); code != 503 || !strings.Contains(e.Error.Message, "memory.enabled") {
 		t.Fatalf("%d %+v", code, e)
@@ -165,7 +165,7 @@ func TestMemoryDisabled(t *testing.T) {
 }
 
 func TestTools(t *testing.T) {
-	h := startHost(t, testCfg(t, nil), WireOptions{}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{}, "")
 	ctx := context.Background()
 	names := map[string]bool{}
 	for _, tl := range h.Core.Tools() {

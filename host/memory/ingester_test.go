@@ -43,7 +43,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestIngestEveryNTurnsWithoutSessionEnd(t *testing.T) {
-	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 3 }), WireOptions{}, "")
+	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 3 }), AssembleOptions{}, "")
 	ctx := context.Background()
 	o := chatOpts{session: "open", user: "u"}
 	// Plain statements wait for their batch (durable ones, "never …", would not).
@@ -73,7 +73,7 @@ func TestIngestEveryNTurnsWithoutSessionEnd(t *testing.T) {
 }
 
 func TestSessionEndIngestsTheRest(t *testing.T) {
-	h := startHost(t, testCfg(t, nil), WireOptions{}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{}, "")
 	ctx := context.Background()
 	h.session("s1", chatOpts{user: "u"}, "Hello there.", "I prefer pnpm over npm.", "Thanks, that's all.")
 	h.settle()
@@ -104,7 +104,7 @@ func TestIdleSessionIsIngested(t *testing.T) {
 }
 
 func TestOnlyUserAndFinalAssistantTextAreMined(t *testing.T) {
-	h := startHost(t, testCfg(t, nil), WireOptions{}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{}, "")
 	ctx := context.Background()
 	// A system prompt full of rule-like text, a tool round, a previous block
 	// of ours in the history: none of it may become memory.
@@ -152,7 +152,7 @@ func TestRestartLosesNothing(t *testing.T) {
 	cfg := testCfg(t, nil)
 	ctx := context.Background()
 	{
-		h := startHost(t, cfg, WireOptions{}, dir)
+		h := startHost(t, cfg, AssembleOptions{}, dir)
 		h.chat("I prefer tabs for indentation.", chatOpts{session: "a", user: "u"})
 		h.chat("We use PostgreSQL for the main database.", chatOpts{session: "a", user: "u"})
 		h.Flush(t)
@@ -165,7 +165,7 @@ func TestRestartLosesNothing(t *testing.T) {
 		h.Core.Close()
 		h.Store.Close()
 	}
-	h := startHost(t, cfg, WireOptions{}, dir)
+	h := startHost(t, cfg, AssembleOptions{}, dir)
 	if n, _ := h.mem.Ingester.Pending(ctx); n != 2 {
 		t.Fatalf("pending after restart %d", n)
 	}
@@ -178,7 +178,7 @@ func TestRestartLosesNothing(t *testing.T) {
 }
 
 func TestShutdownIngestsPending(t *testing.T) {
-	h := startHost(t, testCfg(t, nil), WireOptions{}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{}, "")
 	ctx := context.Background()
 	h.chat("Keep answers short.", chatOpts{session: "x", user: "u"})
 	h.Flush(t)
@@ -194,7 +194,7 @@ func TestShutdownIngestsPending(t *testing.T) {
 }
 
 func TestManualTrigger(t *testing.T) {
-	h := startHost(t, testCfg(t, func(m *config.Memory) { m.ManualTrigger = true; m.IngestEveryTurns = 1 }), WireOptions{}, "")
+	h := startHost(t, testCfg(t, func(m *config.Memory) { m.ManualTrigger = true; m.IngestEveryTurns = 1 }), AssembleOptions{}, "")
 	ctx := context.Background()
 	h.session("m", chatOpts{user: "u"}, "I prefer tabs for indentation.", "Never deploy on Fridays.")
 	h.Flush(t)
@@ -219,7 +219,7 @@ func TestManualTrigger(t *testing.T) {
 }
 
 func TestPendingCountsAcrossSessions(t *testing.T) {
-	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 100 }), WireOptions{}, "")
+	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 100 }), AssembleOptions{}, "")
 	ctx := context.Background()
 	// One agent each: a new session of an agent ingests that agent's earlier ones.
 	for i := 0; i < 4; i++ {

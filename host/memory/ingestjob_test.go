@@ -62,7 +62,7 @@ func waitChan(t *testing.T, ch <-chan struct{}, what string) {
 // capped per turn; the job reports done afterwards.
 func TestIngestReturnsAtOnce(t *testing.T) {
 	gate := newGate()
-	h := startHost(t, testCfg(t, nil), WireOptions{Extractor: gate}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{Extractor: gate}, "")
 	huge := strings.Repeat("I really like long pasted logs. ", 200_000) // ~6 MB in one turn
 	var acc IngestAccepted
 	code := h.api(http.MethodPost, "/v1/memory/ingest", map[string]any{"session_id": "big", "scope_id": "u", "turns": []map[string]any{
@@ -105,7 +105,7 @@ func TestIngestReturnsAtOnce(t *testing.T) {
 // request; a client that goes away cancels it and nothing is stored.
 func TestIngestWaitHonoursDisconnect(t *testing.T) {
 	gate := newGate()
-	h := startHost(t, testCfg(t, nil), WireOptions{Extractor: gate}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{Extractor: gate}, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	body, _ := json.Marshal(map[string]any{"session_id": "gone", "scope_id": "u", "turns": []map[string]any{{"prompt_text": "I prefer spaces for indentation."}}})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.URL+"/v1/memory/ingest?wait=1", strings.NewReader(string(body)))
@@ -146,7 +146,7 @@ func TestIngestWaitHonoursDisconnect(t *testing.T) {
 func TestRecordedTurnsAreCapped(t *testing.T) {
 	gate := newGate()
 	close(gate.release)
-	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 100 }), WireOptions{Extractor: gate}, "")
+	h := startHost(t, testCfg(t, func(m *config.Memory) { m.IngestEveryTurns = 100 }), AssembleOptions{Extractor: gate}, "")
 	h.chat(strings.Repeat("Here is a very long paste of my notes. ", 100_000), chatOpts{session: "rec", user: "u"}) // ~4 MB
 	h.Flush(t)
 	var acc IngestAccepted

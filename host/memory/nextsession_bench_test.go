@@ -26,7 +26,7 @@ import (
 func BenchmarkNewSessionFirstTurn(b *testing.B) {
 	for _, pending := range []int{0, 3, 12} {
 		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
-			h := startHost(b, testCfg(b, func(m *config.Memory) { m.SessionStartWaitMS = 5000; m.IngestEveryTurns = 100 }), WireOptions{}, "")
+			h := startHost(b, testCfg(b, func(m *config.Memory) { m.SessionStartWaitMS = 5000; m.IngestEveryTurns = 100 }), AssembleOptions{}, "")
 			var took []time.Duration
 			b.ResetTimer()
 			for i := range b.N {
@@ -55,7 +55,7 @@ func BenchmarkNewSessionFirstTurnLLM(b *testing.B) {
 	up.Reply = `{"memories":[{"type":"project_state","content":"The release uses a new tool.","turn":0}]}`
 	cfg := testCfg(b, func(m *config.Memory) { m.SessionStartWaitMS = 5000; m.IngestEveryTurns = 100; m.Extractor = "llm" })
 	cfg.LLM.APIBase, cfg.LLM.ModelID, cfg.LLM.API = up.URL+"/v1", "fake-model", "openai"
-	h := startHost(b, cfg, WireOptions{}, "")
+	h := startHost(b, cfg, AssembleOptions{}, "")
 	ctx := context.Background()
 	var took, replaced []time.Duration
 	b.ResetTimer()
@@ -102,7 +102,7 @@ func observeTurn(h *memHost, session, text string) {
 }
 
 func BenchmarkSameSessionTurn(b *testing.B) {
-	h := startHost(b, testCfg(b, func(m *config.Memory) { m.IngestEveryTurns = 100000 }), WireOptions{}, "")
+	h := startHost(b, testCfg(b, func(m *config.Memory) { m.IngestEveryTurns = 100000 }), AssembleOptions{}, "")
 	h.chat("Hello.", chatOpts{session: "same", user: "u"})
 	var took []time.Duration
 	b.ResetTimer()
@@ -115,7 +115,7 @@ func BenchmarkSameSessionTurn(b *testing.B) {
 }
 
 func BenchmarkDurableIngested(b *testing.B) {
-	h := startHost(b, testCfg(b, nil), WireOptions{}, "")
+	h := startHost(b, testCfg(b, nil), AssembleOptions{}, "")
 	ctx := context.Background()
 	var took []time.Duration
 	b.ResetTimer()

@@ -117,7 +117,7 @@ func TestNewSessionSeesWhatTheLastOneTaught(t *testing.T) {
 		{"openai-go derived sessions", func(h *memHost) sdkClient { return openaiSDK{h, "/v1"} }, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := startHost(t, nextSessionCfg(t, nil), WireOptions{}, "")
+			h := startHost(t, nextSessionCfg(t, nil), AssembleOptions{}, "")
 			ctx := context.Background()
 			c := tc.client(h)
 			teach(t, c, tc.a)
@@ -184,7 +184,7 @@ func TestNewSessionWithSlowLLMExtractor(t *testing.T) {
 	release := slow.Hold()
 	cfg := nextSessionCfg(t, func(m *config.Memory) { m.Extractor = "llm" })
 	cfg.LLM.APIBase, cfg.LLM.ModelID, cfg.LLM.API = slow.URL+"/v1", "fake-model", "openai"
-	h := startHost(t, cfg, WireOptions{}, "")
+	h := startHost(t, cfg, AssembleOptions{}, "")
 	t.Cleanup(release) // before the host closes: its job waits on the LLM
 	ctx := context.Background()
 	c := openaiSDK{h, "/v1"}
@@ -252,7 +252,7 @@ func TestNewSessionWithSlowLLMExtractor(t *testing.T) {
 // new session of one agent ingests that agent's earlier sessions in that
 // scope only: the other agent's (and the other scope's) turns stay pending.
 func TestConcurrentAgentsKeepTheirOwnCatchUp(t *testing.T) {
-	h := startHost(t, nextSessionCfg(t, nil), WireOptions{}, "")
+	h := startHost(t, nextSessionCfg(t, nil), AssembleOptions{}, "")
 	alpha := []string{"I prefer tabs for indentation.", "We use PostgreSQL 16 for the main database."}
 	beta := []string{"My favourite editor is Helix.", "Call me Robin."}
 	other := []string{"We deploy with Nomad."}
@@ -340,7 +340,7 @@ func pendingOf(t *testing.T, h *memHost, session string) int {
 // TestDurableStatementIsIngestedAtOnce: "from now on …", "never …",
 // "remember that …" do not wait for the batch or the session's end.
 func TestDurableStatementIsIngestedAtOnce(t *testing.T) {
-	h := startHost(t, nextSessionCfg(t, nil), WireOptions{}, "")
+	h := startHost(t, nextSessionCfg(t, nil), AssembleOptions{}, "")
 	ctx := context.Background()
 	h.chat("Never run rm -rf without asking.", chatOpts{session: "rules", user: "u"})
 	waitFor(t, "the rule to be ingested", func() bool {
@@ -387,7 +387,7 @@ func TestDurable(t *testing.T) {
 // TestCatchUpIsBoundedThenContinues: with a bound of 0 the first turn does
 // not wait; the catch-up still completes in the background.
 func TestCatchUpIsBoundedThenContinues(t *testing.T) {
-	h := startHost(t, testCfg(t, func(m *config.Memory) { m.SessionStartWaitMS = 0 }), WireOptions{}, "")
+	h := startHost(t, testCfg(t, func(m *config.Memory) { m.SessionStartWaitMS = 0 }), AssembleOptions{}, "")
 	ctx := context.Background()
 	for i, l := range lesson {
 		h.chat(l.Say, chatOpts{session: "bg-a", user: "u", history: historyOf(lesson[:i])})

@@ -30,7 +30,7 @@ func TestProxyLearnsFromOpenClawTurns(t *testing.T) {
 		{"Our deploy day is Tuesday.", "Tuesday"},
 	}
 	says := []string{facts[0].say, "Can you explain what a Makefile does?", facts[1].say, facts[2].say, "What does git stash do?", facts[3].say, facts[4].say}
-	h := startHost(t, testCfg(t, nil), WireOptions{}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{}, "")
 	var history []map[string]any
 	for i, s := range says {
 		turn := openClawTurn(s)

@@ -67,7 +67,7 @@ func FuzzStripPasted(f *testing.F) {
 // A rule's attached block is learned through the proxy, while a block that
 // steers the agent is refused by the guard and pasted material stays out.
 func TestRuleBlockThroughProxyPassesGuard(t *testing.T) {
-	h := startHost(t, testCfg(t, nil), WireOptions{}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{}, "")
 	who := chatOpts{user: "alice"}
 	h.session("s1", who,
 		"All reports must start with the following header:\n```\nOwner: <team>\nReviewed-At: <date>\n```",

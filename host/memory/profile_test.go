@@ -12,7 +12,7 @@ import (
 // the standing rules only.
 func TestProfileFactBeatsPreferences(t *testing.T) {
 	clk := &fakeClock{}
-	h := startHost(t, testCfg(t, nil), WireOptions{Now: clk.Now}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{Now: clk.Now}, "")
 	gina := chatOpts{user: "gina"}
 	prefs := []string{"spaces", "Fridays", "brief", "Gigi", "tests first"}
 	h.session("p1", gina,

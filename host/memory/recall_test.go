@@ -145,7 +145,7 @@ func TestRecallScenarios(t *testing.T) {
 		t.Fatalf("only %d scenarios", len(scenarios))
 	}
 	clk := &fakeClock{}
-	h := startHost(t, testCfg(t, nil), WireOptions{Now: clk.Now}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{Now: clk.Now}, "")
 	hits, violations := 0, 0
 	var misses []string
 	for i, sc := range scenarios {

@@ -16,8 +16,8 @@ func TestSidecarSharesOneMemory(t *testing.T) {
 	a := &memHost{t: t}
 	a.Host = startAuthHost(t, testCfg(t, nil), a, "shared-key")
 	remote := func(m *config.Memory) { m.SidecarURL = a.URL }
-	b := startHost(t, testCfg(t, remote), WireOptions{SidecarKey: "shared-key"}, "")
-	c := startHost(t, testCfg(t, remote), WireOptions{SidecarKey: "shared-key"}, "")
+	b := startHost(t, testCfg(t, remote), AssembleOptions{SidecarKey: "shared-key"}, "")
+	c := startHost(t, testCfg(t, remote), AssembleOptions{SidecarKey: "shared-key"}, "")
 	if b.mem.Remote == nil {
 		t.Fatal("B does not use the sidecar")
 	}

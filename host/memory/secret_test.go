@@ -14,7 +14,7 @@ import (
 // the FTS index); afterwards not one byte of the database or its WAL holds it.
 func TestNoSecretAnywhereInTheStore(t *testing.T) {
 	dir := t.TempDir()
-	h := startHost(t, testCfg(t, nil), WireOptions{}, dir)
+	h := startHost(t, testCfg(t, nil), AssembleOptions{}, dir)
 	for i, msgs := range [][]string{
 		{"Remember: the office wifi password is BlueElephant42", "thanks"},
 		{"office wifi pw BlueElephant42, remember it", "ok"},

@@ -158,7 +158,7 @@ var openclawEnvelope = clientEnvelope{
 func replayTeaching(t *testing.T, f teachingFamily, env clientEnvelope, verbose bool) teachingMetrics {
 	t.Helper()
 	clk := &fakeClock{}
-	h := startHost(t, testCfg(t, nil), WireOptions{Now: clk.Now}, "")
+	h := startHost(t, testCfg(t, nil), AssembleOptions{Now: clk.Now}, "")
 	client := openai.NewClient(option.WithBaseURL(h.URL+"/v1"), option.WithAPIKey("client-key"), option.WithMaxRetries(0),
 		option.WithHeader("X-User-Id", f.User))
 	ctx := context.Background()

@@ -21,9 +21,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
@@ -44,7 +44,7 @@ func post(t *testing.T, url string, body string, headers ...string) (*http.Respo
 }
 
 // errorShape checks the body is an error object in the given format.
-func errorShape(t *testing.T, api wire.API, body []byte, wantSubstr string) {
+func errorShape(t *testing.T, api apiformat.API, body []byte, wantSubstr string) {
 	t.Helper()
 	var v map[string]any
 	if err := json.Unmarshal(body, &v); err != nil {
@@ -54,7 +54,7 @@ func errorShape(t *testing.T, api wire.API, body []byte, wantSubstr string) {
 	if e == nil || e["message"] == nil {
 		t.Fatalf("no error object: %s", body)
 	}
-	if api == wire.Anthropic && v["type"] != "error" {
+	if api == apiformat.Anthropic && v["type"] != "error" {
 		t.Fatalf("anthropic error lacks type:error: %s", body)
 	}
 	if !strings.Contains(fmt.Sprint(e["message"]), wantSubstr) {
@@ -63,7 +63,7 @@ func errorShape(t *testing.T, api wire.API, body []byte, wantSubstr string) {
 }
 
 func TestErrorsInClientFormat(t *testing.T) {
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.MaxBodyBytes = 4096; o.APIKey = "proxy-key" })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.MaxBodyBytes = 4096; o.APIKey = "proxy-key" })
 	okBody := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 	tests := []struct {
 		name    string
@@ -71,22 +71,22 @@ func TestErrorsInClientFormat(t *testing.T) {
 		body    string
 		headers []string
 		status  int
-		api     wire.API
+		api     apiformat.API
 		msg     string
 	}{
-		{"malformed json openai", "/v1/chat/completions", `{"model":`, []string{"Authorization", "Bearer proxy-key"}, 400, wire.OpenAI, "not a JSON object"},
-		{"malformed json anthropic", "/v1/messages", `[1,2]`, []string{"x-api-key", "proxy-key"}, 400, wire.Anthropic, "not a JSON object"},
-		{"no messages", "/v1/chat/completions", `{"model":"m"}`, []string{"Authorization", "Bearer proxy-key"}, 400, wire.OpenAI, "messages"},
-		{"empty messages", "/v1/messages", `{"model":"m","messages":[]}`, []string{"x-api-key", "proxy-key"}, 400, wire.Anthropic, "non-empty"},
-		{"too large", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, []string{"Authorization", "Bearer proxy-key"}, 413, wire.OpenAI, "larger than"},
-		{"too large anthropic", "/v1/messages", `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, []string{"x-api-key", "proxy-key"}, 413, wire.Anthropic, "larger than"},
-		{"missing key", "/v1/chat/completions", okBody, nil, 401, wire.OpenAI, "missing proxy API key"},
-		{"bad key", "/v1/chat/completions", okBody, []string{"Authorization", "Bearer nope"}, 401, wire.OpenAI, "invalid proxy API key"},
-		{"bad key anthropic", "/v1/messages", okBody, []string{"x-api-key", "nope"}, 401, wire.Anthropic, "x-api-key"},
-		{"anthropic bearer accepted, upstream 429 passed through", "/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"FAIL-429"}]}`, []string{"Authorization", "Bearer proxy-key"}, 429, wire.Anthropic, "fake upstream error 429"},
-		{"upstream 500 passed through", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"FAIL-500"}]}`, []string{"Authorization", "Bearer proxy-key"}, 500, wire.OpenAI, "fake upstream error 500"},
-		{"bad turn type", "/v1/chat/completions", okBody, []string{"Authorization", "Bearer proxy-key", "X-Turn-Type", "sideways"}, 400, wire.OpenAI, "X-Turn-Type"},
-		{"unknown route", "/v2/nothing", okBody, []string{"Authorization", "Bearer proxy-key"}, 404, wire.OpenAI, "no route"},
+		{"malformed json openai", "/v1/chat/completions", `{"model":`, []string{"Authorization", "Bearer proxy-key"}, 400, apiformat.OpenAI, "not a JSON object"},
+		{"malformed json anthropic", "/v1/messages", `[1,2]`, []string{"x-api-key", "proxy-key"}, 400, apiformat.Anthropic, "not a JSON object"},
+		{"no messages", "/v1/chat/completions", `{"model":"m"}`, []string{"Authorization", "Bearer proxy-key"}, 400, apiformat.OpenAI, "messages"},
+		{"empty messages", "/v1/messages", `{"model":"m","messages":[]}`, []string{"x-api-key", "proxy-key"}, 400, apiformat.Anthropic, "non-empty"},
+		{"too large", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, []string{"Authorization", "Bearer proxy-key"}, 413, apiformat.OpenAI, "larger than"},
+		{"too large anthropic", "/v1/messages", `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, []string{"x-api-key", "proxy-key"}, 413, apiformat.Anthropic, "larger than"},
+		{"missing key", "/v1/chat/completions", okBody, nil, 401, apiformat.OpenAI, "missing proxy API key"},
+		{"bad key", "/v1/chat/completions", okBody, []string{"Authorization", "Bearer nope"}, 401, apiformat.OpenAI, "invalid proxy API key"},
+		{"bad key anthropic", "/v1/messages", okBody, []string{"x-api-key", "nope"}, 401, apiformat.Anthropic, "x-api-key"},
+		{"anthropic bearer accepted, upstream 429 passed through", "/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"FAIL-429"}]}`, []string{"Authorization", "Bearer proxy-key"}, 429, apiformat.Anthropic, "fake upstream error 429"},
+		{"upstream 500 passed through", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"FAIL-500"}]}`, []string{"Authorization", "Bearer proxy-key"}, 500, apiformat.OpenAI, "fake upstream error 500"},
+		{"bad turn type", "/v1/chat/completions", okBody, []string{"Authorization", "Bearer proxy-key", "X-Turn-Type", "sideways"}, 400, apiformat.OpenAI, "X-Turn-Type"},
+		{"unknown route", "/v2/nothing", okBody, []string{"Authorization", "Bearer proxy-key"}, 404, apiformat.OpenAI, "no route"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,12 +104,12 @@ func TestUpstreamUnreachableAndTimeout(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String() + "/v1"
 	ln.Close()
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.UpstreamBase = dead })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.UpstreamBase = dead })
 	resp, body := post(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "X-Session-Id", "dead")
 	if resp.StatusCode != 502 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	errorShape(t, wire.OpenAI, body, "upstream unreachable")
+	errorShape(t, apiformat.OpenAI, body, "upstream unreachable")
 	if strings.Contains(string(body), "sk-upstream-SECRET") {
 		t.Fatal("upstream key leaked")
 	}
@@ -117,16 +117,16 @@ func TestUpstreamUnreachableAndTimeout(t *testing.T) {
 		t.Fatalf("failed turn not recorded: %+v", turns)
 	}
 
-	slow := newHarness(t, wire.Anthropic, func(o *proxy.Options) { o.UpstreamTimeout = 200 * time.Millisecond })
+	slow := newHarness(t, apiformat.Anthropic, func(o *proxy.Options) { o.UpstreamTimeout = 200 * time.Millisecond })
 	resp, body = post(t, slow.proxy.URL+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"SLOW-3000"}]}`)
 	if resp.StatusCode != 504 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	errorShape(t, wire.Anthropic, body, "did not answer")
+	errorShape(t, apiformat.Anthropic, body, "did not answer")
 }
 
 func TestSDKSeesErrors(t *testing.T) {
-	h := newHarness(t, wire.Anthropic)
+	h := newHarness(t, apiformat.Anthropic)
 	oc := openaiClient(h.proxy.URL + "/v1")
 	_, err := oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("FAIL-429")},
@@ -135,7 +135,7 @@ func TestSDKSeesErrors(t *testing.T) {
 	if !errors.As(err, &oe) || oe.StatusCode != 429 || !strings.Contains(oe.Message, "fake upstream error 429") {
 		t.Fatalf("openai sdk error: %v", err)
 	}
-	h2 := newHarness(t, wire.OpenAI)
+	h2 := newHarness(t, apiformat.OpenAI)
 	ac := anthropicClient(h2.proxy.URL)
 	_, err = ac.Messages.New(context.Background(), anthropic.MessageNewParams{
 		Model: "m", MaxTokens: 5, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("FAIL-503"))},
@@ -149,13 +149,13 @@ func TestSDKSeesErrors(t *testing.T) {
 // TestRealStreaming proves events reach the client as the upstream sends
 // them: the first chunk arrives while the upstream is still sending.
 func TestRealStreaming(t *testing.T) {
-	for _, api := range []wire.API{wire.OpenAI, wire.Anthropic} {
+	for _, api := range []apiformat.API{apiformat.OpenAI, apiformat.Anthropic} {
 		t.Run(string(api), func(t *testing.T) {
-			h := newHarness(t, wire.OpenAI)
+			h := newHarness(t, apiformat.OpenAI)
 			h.up.EventDelay = 150 * time.Millisecond
 			h.up.Reply = "one two three four five six"
 			path, body := "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
-			if api == wire.Anthropic {
+			if api == apiformat.Anthropic {
 				path, body = "/v1/messages", `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 			}
 			req, _ := http.NewRequest(http.MethodPost, h.proxy.URL+path, strings.NewReader(body))
@@ -188,7 +188,7 @@ func TestRealStreaming(t *testing.T) {
 
 // TestClientDisconnectCancelsUpstream checks an abandoned stream stops the upstream call.
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
-	h := newHarness(t, wire.OpenAI)
+	h := newHarness(t, apiformat.OpenAI)
 	h.up.EventDelay = 200 * time.Millisecond
 	h.up.Reply = strings.Repeat("word ", 100)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -221,7 +221,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 }
 
 func TestUnknownFieldsPassThroughAndIdentityFieldsStripped(t *testing.T) {
-	h := newHarness(t, wire.OpenAI)
+	h := newHarness(t, apiformat.OpenAI)
 	body := `{"model":"m","messages":[{"role":"user","content":"hi","x_msg_ext":1}],"x_vendor":{"a":[1,2]},"seed":7,` +
 		`"session_id":"body-sess","turn_type":"side","user_id":"u1","workspace_id":"w1","memory_scope":"","session_done":false}`
 	resp, b := post(t, h.proxy.URL+"/v1/chat/completions", body)
@@ -255,7 +255,7 @@ func TestUnknownFieldsPassThroughAndIdentityFieldsStripped(t *testing.T) {
 }
 
 func TestUntouchedRequestForwardedByteForByte(t *testing.T) {
-	h := newHarness(t, wire.OpenAI)
+	h := newHarness(t, apiformat.OpenAI)
 	h.provider.body = "" // nothing to inject
 	body := `{"messages":[{"role":"user","content":"hi"}],  "model":"m", "zeta":{"b":1,"a":2}}`
 	post(t, h.proxy.URL+"/v1/chat/completions", body)
@@ -265,7 +265,7 @@ func TestUntouchedRequestForwardedByteForByte(t *testing.T) {
 }
 
 func TestInjectOnce(t *testing.T) {
-	h := newHarness(t, wire.Anthropic)
+	h := newHarness(t, apiformat.Anthropic)
 	already := core.Render([]core.Section{{Title: "Hook", Body: "FROM-HOOK"}}).Block
 	body, _ := json.Marshal(map[string]any{
 		"model": "m", "max_tokens": 10,
@@ -291,7 +291,7 @@ func TestInjectOnce(t *testing.T) {
 }
 
 func TestNoSystemPromptGetsOne(t *testing.T) {
-	h := newHarness(t, wire.OpenAI)
+	h := newHarness(t, apiformat.OpenAI)
 	post(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	msgs := h.up.Last().Body["messages"].([]any)
 	first := msgs[0].(map[string]any)
@@ -301,7 +301,7 @@ func TestNoSystemPromptGetsOne(t *testing.T) {
 }
 
 func TestTruncationKeepsSystemAndRecentTurns(t *testing.T) {
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.MaxContextTokens = 700 })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.MaxContextTokens = 700 })
 	h.provider.body = ""
 	msgs := []map[string]any{{"role": "system", "content": "SYSTEM-PROMPT"}}
 	for i := 0; i < 40; i++ {
@@ -324,7 +324,7 @@ func TestTruncationKeepsSystemAndRecentTurns(t *testing.T) {
 }
 
 func TestSessionDerivedAndEnded(t *testing.T) {
-	h := newHarness(t, wire.OpenAI)
+	h := newHarness(t, apiformat.OpenAI)
 	c := openaiClient(h.proxy.URL + "/v1")
 	first := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Plan my trip to Lisbon")}
 	r1, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "m", Messages: first})
@@ -359,7 +359,7 @@ func TestSessionDerivedAndEnded(t *testing.T) {
 }
 
 func TestConcurrentSessions(t *testing.T) {
-	h := newHarness(t, wire.Anthropic)
+	h := newHarness(t, apiformat.Anthropic)
 	c := openaiClient(h.proxy.URL + "/v1")
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -399,17 +399,17 @@ func TestConcurrentSessions(t *testing.T) {
 }
 
 func TestNotConfiguredAndModelsAndHealth(t *testing.T) {
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.NotConfigured = "run `metaclaw setup`" })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.NotConfigured = "run `metaclaw setup`" })
 	resp, body := post(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	if resp.StatusCode != 503 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	errorShape(t, wire.OpenAI, body, "metaclaw setup")
+	errorShape(t, apiformat.OpenAI, body, "metaclaw setup")
 	resp, body = post(t, h.proxy.URL+"/a/x/v1/messages", `{"model":"m","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`)
 	if resp.StatusCode != 503 {
 		t.Fatalf("%d", resp.StatusCode)
 	}
-	errorShape(t, wire.Anthropic, body, "metaclaw setup")
+	errorShape(t, apiformat.Anthropic, body, "metaclaw setup")
 
 	r, err := http.Get(h.proxy.URL + "/healthz")
 	if err != nil || r.StatusCode != 200 {
@@ -417,7 +417,7 @@ func TestNotConfiguredAndModelsAndHealth(t *testing.T) {
 	}
 	r.Body.Close()
 
-	live := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.Model = "served-model" })
+	live := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.Model = "served-model" })
 	oc := openaiClient(live.proxy.URL + "/v1")
 	page, err := oc.Models.List(context.Background())
 	if err != nil || len(page.Data) != 1 || page.Data[0].ID != "fake-model" {
@@ -437,14 +437,14 @@ func TestNotConfiguredAndModelsAndHealth(t *testing.T) {
 }
 
 func TestUpstreamCredentials(t *testing.T) {
-	h := newHarness(t, wire.Anthropic)
+	h := newHarness(t, apiformat.Anthropic)
 	post(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer client-key")
 	hd := h.up.Last().Header
 	if hd.Get("x-api-key") != "sk-upstream-SECRET" || hd.Get("anthropic-version") == "" || hd.Get("Authorization") != "" {
 		t.Fatalf("anthropic upstream headers %v", hd)
 	}
 	// No llm.api_key and no proxy key: the client's own key is passed on.
-	pt := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.UpstreamKey = "" })
+	pt := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.UpstreamKey = "" })
 	post(t, pt.proxy.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer users-own-key")
 	if got := pt.up.Last().Header.Get("Authorization"); got != "Bearer users-own-key" {
 		t.Fatalf("pass-through auth %q", got)
@@ -474,9 +474,9 @@ func TestOpenClawCapturedRequests(t *testing.T) {
 			if err := json.Unmarshal(raw, &capt); err != nil {
 				t.Fatal(err)
 			}
-			api := wire.OpenAI
+			api := apiformat.OpenAI
 			if strings.HasSuffix(capt.Path, "/messages") {
-				api = wire.Anthropic
+				api = apiformat.Anthropic
 			}
 			h := newHarness(t, api)
 			path := "/a/main" + capt.Path
@@ -521,7 +521,7 @@ func TestOpenClawCapturedRequests(t *testing.T) {
 }
 
 func TestBrowserGuard(t *testing.T) {
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.LoopbackOnly = true })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.LoopbackOnly = true })
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 	tests := []struct {
 		name    string

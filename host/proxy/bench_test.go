@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // BenchmarkRequestPath measures the proxy's own work on a real OpenClaw
@@ -29,7 +29,7 @@ func BenchmarkRequestPath(b *testing.B) {
 	b.SetBytes(int64(len(capt.Body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r, err := parseRequest(wire.OpenAI, capt.Body)
+		r, err := parseRequest(apiformat.OpenAI, capt.Body)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // statusClientClosed records a turn the client abandoned (nginx's convention).
@@ -23,7 +23,7 @@ const statusClientClosed = 499
 type turn struct {
 	start     time.Time
 	ttfb      time.Duration
-	clientAPI wire.API
+	clientAPI apiformat.API
 	req       *request
 	id        identity
 	inj       core.Injection
@@ -35,7 +35,7 @@ type turn struct {
 	passThrough bool
 }
 
-func (s *Server) chat(api wire.API) http.HandlerFunc {
+func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		t := &turn{start: time.Now(), clientAPI: api, ctx: r.Context()}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
@@ -93,17 +93,17 @@ func (s *Server) chat(api wire.API) http.HandlerFunc {
 		// An OpenAI client gets the stream's usage chunk only when it asked
 		// (stream_options.include_usage); the proxy wants it either way.
 		dropUsage := false
-		if t.req.stream && api == wire.OpenAI && s.o.UpstreamAPI == wire.OpenAI {
+		if t.req.stream && api == apiformat.OpenAI && s.o.UpstreamAPI == apiformat.OpenAI {
 			dropUsage = t.req.ensureStreamUsage()
-		} else if t.req.stream && api == wire.OpenAI {
+		} else if t.req.stream && api == apiformat.OpenAI {
 			dropUsage = !t.req.wantsStreamUsage()
 		}
 		out, err := t.req.encode()
 		if err == nil && api != s.o.UpstreamAPI {
-			if api == wire.Anthropic {
-				out, err = wire.AnthropicToOpenAIRequest(out)
+			if api == apiformat.Anthropic {
+				out, err = apiformat.AnthropicToOpenAIRequest(out)
 			} else {
-				out, err = wire.OpenAIToAnthropicRequest(out)
+				out, err = apiformat.OpenAIToAnthropicRequest(out)
 			}
 		}
 		if err != nil {
@@ -159,7 +159,7 @@ func (s *Server) fail(w http.ResponseWriter, t *turn, status int, msg string) {
 
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body []byte, dropUsage bool) {
 	endpoint := "chat/completions"
-	if s.o.UpstreamAPI == wire.Anthropic {
+	if s.o.UpstreamAPI == apiformat.Anthropic {
 		endpoint = "messages"
 	}
 	ctx, cancel := context.WithCancel(r.Context()) // a client that goes away cancels the upstream call
@@ -210,7 +210,7 @@ func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response)
 	raw = s.scrubKey(t, raw) // an upstream may echo the Authorization header it got
 	out := raw
 	if t.clientAPI != s.o.UpstreamAPI || !json.Valid(raw) {
-		out = wire.TranslateErrorBody(s.o.UpstreamAPI, t.clientAPI, resp.StatusCode, raw)
+		out = apiformat.TranslateErrorBody(s.o.UpstreamAPI, t.clientAPI, resp.StatusCode, raw)
 	}
 	for _, h := range []string{"Retry-After", "X-Request-Id", "Request-Id"} {
 		if v := resp.Header.Get(h); v != "" {
@@ -246,7 +246,7 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 		s.relayOversized(ctx, w, t, resp, raw, body)
 		return
 	}
-	sum, serr := wire.SummarizeResponse(s.o.UpstreamAPI, raw)
+	sum, serr := apiformat.SummarizeResponse(s.o.UpstreamAPI, raw)
 	if serr == nil {
 		serr = checkAnswer(s.o.UpstreamAPI, raw)
 	}
@@ -256,10 +256,10 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 	}
 	out := raw
 	if t.clientAPI != s.o.UpstreamAPI {
-		if t.clientAPI == wire.Anthropic {
-			out, err = wire.OpenAIToAnthropicResponse(raw)
+		if t.clientAPI == apiformat.Anthropic {
+			out, err = apiformat.OpenAIToAnthropicResponse(raw)
 		} else {
-			out, err = wire.AnthropicToOpenAIResponse(raw)
+			out, err = apiformat.AnthropicToOpenAIResponse(raw)
 		}
 		if err != nil {
 			s.fail(w, t, http.StatusBadGateway, "cannot translate upstream answer: "+err.Error())
@@ -279,7 +279,7 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 	cw.Write(out)
 }
 
-func (t *turn) recordSummary(sum wire.Summary) {
+func (t *turn) recordSummary(sum apiformat.Summary) {
 	t.rec.ResponseText = sum.Text
 	t.rec.Reasoning = sum.Reasoning
 	t.rec.StopReason = sum.StopReason
@@ -309,23 +309,23 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 	t.ttfb = time.Since(t.start)
 	t.rec.Status = resp.StatusCode
 
-	var tr wire.StreamTranslator
+	var tr apiformat.StreamTranslator
 	if t.clientAPI != s.o.UpstreamAPI {
-		if t.clientAPI == wire.Anthropic {
-			tr = wire.NewOpenAIToAnthropicStream(t.rec.Model)
+		if t.clientAPI == apiformat.Anthropic {
+			tr = apiformat.NewOpenAIToAnthropicStream(t.rec.Model)
 		} else {
-			tr = wire.NewAnthropicToOpenAIStream()
+			tr = apiformat.NewAnthropicToOpenAIStream()
 		}
 	}
-	acc := wire.NewAccumulatorLimit(s.o.UpstreamAPI, s.o.MaxStoredBytes)
+	acc := apiformat.NewAccumulatorLimit(s.o.UpstreamAPI, s.o.MaxStoredBytes)
 
 	// The watchdog cuts an upstream that makes no progress for
 	// UpstreamTimeout; time spent relaying to the client does not count.
 	body := newIdleReader(resp.Body, s.o.UpstreamTimeout, cancel)
 	defer body.stop()
-	sse := wire.NewSSEReader(body)
+	sse := apiformat.NewSSEReader(body)
 	clientGone := false
-	write := func(ev wire.Event) bool {
+	write := func(ev apiformat.Event) bool {
 		if dropUsage && isUsageOnlyChunk(ev.Data) {
 			return true // the client did not ask for it (stream_options)
 		}
@@ -336,7 +336,7 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 			t.recordSummary(acc.Summary())
 			s.observe(ctx, t)
 		}
-		if err := wire.WriteEvent(cw, ev); err != nil {
+		if err := apiformat.WriteEvent(cw, ev); err != nil {
 			clientGone = true
 			return false
 		}
@@ -406,14 +406,14 @@ func (s *Server) relayStream(ctx context.Context, cancel context.CancelFunc, w h
 
 // writeStreamError ends a stream that is already under way with an error
 // event in the client's format (headers are gone, so the status cannot change).
-func (s *Server) writeStreamError(w io.Writer, api wire.API, status int, msg string) {
-	body := wire.ErrorBody(api, status, msg)
-	if api == wire.Anthropic {
-		wire.WriteEvent(w, wire.Event{Name: "error", Data: body})
+func (s *Server) writeStreamError(w io.Writer, api apiformat.API, status int, msg string) {
+	body := apiformat.ErrorBody(api, status, msg)
+	if api == apiformat.Anthropic {
+		apiformat.WriteEvent(w, apiformat.Event{Name: "error", Data: body})
 		return
 	}
-	wire.WriteEvent(w, wire.Event{Data: body})
-	wire.WriteEvent(w, wire.Event{Data: []byte("[DONE]")})
+	apiformat.WriteEvent(w, apiformat.Event{Data: body})
+	apiformat.WriteEvent(w, apiformat.Event{Data: []byte("[DONE]")})
 }
 
 // isUsageOnlyChunk spots the OpenAI usage chunk (`"choices":[]` plus usage).
@@ -429,7 +429,7 @@ func isUsageOnlyChunk(data []byte) bool {
 }
 
 // isTerminal spots the event that ends a stream in either format.
-func isTerminal(ev wire.Event) bool {
+func isTerminal(ev apiformat.Event) bool {
 	return ev.Name == "message_stop" || (ev.Name == "" && string(ev.Data) == "[DONE]")
 }
 

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // FuzzRequestPipeline drives the request path (parse, identity, inject,
@@ -29,9 +29,9 @@ func FuzzRequestPipeline(f *testing.F) {
 	counter := tokens.NewCache(64)
 	block := core.Render([]core.Section{{Title: "T", Body: "B"}}).Block
 	f.Fuzz(func(t *testing.T, body string, anthropic bool) {
-		api := wire.OpenAI
+		api := apiformat.OpenAI
 		if anthropic {
-			api = wire.Anthropic
+			api = apiformat.Anthropic
 		}
 		r, err := parseRequest(api, []byte(body))
 		if err != nil {

@@ -10,10 +10,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 )
 
@@ -50,7 +50,7 @@ type harness struct {
 }
 
 // newHarness runs store + core + proxy against a fake upstream of the given format.
-func newHarness(t testing.TB, upstream wire.API, mutate ...func(*proxy.Options)) *harness {
+func newHarness(t testing.TB, upstream apiformat.API, mutate ...func(*proxy.Options)) *harness {
 	t.Helper()
 	h := &harness{up: fakellm.New(), provider: &contextProvider{body: "INJECTED-SKILL: always write tests first."}}
 	t.Cleanup(h.up.Close)
@@ -62,7 +62,7 @@ func newHarness(t testing.TB, upstream wire.API, mutate ...func(*proxy.Options))
 	h.core = core.New(core.Options{Store: st, Log: zerolog.Nop()})
 	h.core.AddProvider(h.provider)
 	base := h.up.URL + "/v1"
-	if upstream == wire.Anthropic {
+	if upstream == apiformat.Anthropic {
 		base = h.up.URL
 	}
 	o := proxy.Options{

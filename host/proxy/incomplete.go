@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/metaclaw-go/metaclaw/host/wire"
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 )
 
 // An upstream stream that reaches its end without the final event ([DONE]
@@ -22,7 +22,7 @@ const incompleteStreamMsg = "upstream stream ended before its final event (no [D
 // endWithoutTerminal finishes a stream whose upstream reached EOF without a
 // terminal event; write is relayStream's writer (it records the turn on a
 // terminal event).
-func (s *Server) endWithoutTerminal(w io.Writer, t *turn, tr wire.StreamTranslator, acc wire.Accumulator, write func(wire.Event) bool) {
+func (s *Server) endWithoutTerminal(w io.Writer, t *turn, tr apiformat.StreamTranslator, acc apiformat.Accumulator, write func(apiformat.Event) bool) {
 	if acc.Summary().StopReason != "" {
 		switch {
 		case tr != nil:
@@ -31,10 +31,10 @@ func (s *Server) endWithoutTerminal(w io.Writer, t *turn, tr wire.StreamTranslat
 					return
 				}
 			}
-		case t.clientAPI == wire.OpenAI:
-			write(wire.Event{Data: []byte("[DONE]")})
+		case t.clientAPI == apiformat.OpenAI:
+			write(apiformat.Event{Data: []byte("[DONE]")})
 		default:
-			write(wire.Event{Name: "message_stop", Data: []byte(`{"type":"message_stop"}`)})
+			write(apiformat.Event{Name: "message_stop", Data: []byte(`{"type":"message_stop"}`)})
 		}
 		return
 	}
@@ -53,7 +53,7 @@ func (s *Server) unparseableAnswer(w http.ResponseWriter, t *turn, err error) {
 // (OpenAI: an object with "choices"; Anthropic: a "message" with
 // "content") from anything else: an HTML page from a captive proxy, a
 // truncated body, or an error object some gateways send with 200.
-func checkAnswer(api wire.API, raw []byte) error {
+func checkAnswer(api apiformat.API, raw []byte) error {
 	var probe struct {
 		Choices json.RawMessage `json:"choices"`
 		Content json.RawMessage `json:"content"`
@@ -67,7 +67,7 @@ func checkAnswer(api wire.API, raw []byte) error {
 		return errors.New("it carries an error: " + truncateText(string(e), 300))
 	}
 	isArray := func(b json.RawMessage) bool { b = bytes.TrimSpace(b); return len(b) > 0 && b[0] == '[' }
-	if api == wire.Anthropic {
+	if api == apiformat.Anthropic {
 		if probe.Type != "message" && !isArray(probe.Content) {
 			return errors.New(`no "content" array`)
 		}

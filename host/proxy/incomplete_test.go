@@ -14,9 +14,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // rawUpstream answers every request with the given body.
@@ -47,21 +47,21 @@ func TestIncompleteStreamIsAnError(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name             string
-		upstream, client wire.API
+		upstream, client apiformat.API
 		body             string
 	}{
-		{"openai", wire.OpenAI, wire.OpenAI, openAICut},
-		{"anthropic", wire.Anthropic, wire.Anthropic, anthropicCut},
-		{"anthropic to openai", wire.Anthropic, wire.OpenAI, anthropicCut},
-		{"openai to anthropic", wire.OpenAI, wire.Anthropic, openAICut},
+		{"openai", apiformat.OpenAI, apiformat.OpenAI, openAICut},
+		{"anthropic", apiformat.Anthropic, apiformat.Anthropic, anthropicCut},
+		{"anthropic to openai", apiformat.Anthropic, apiformat.OpenAI, anthropicCut},
+		{"openai to anthropic", apiformat.OpenAI, apiformat.Anthropic, openAICut},
 	} {
 		base := rawUpstream(t, "text/event-stream", c.body)
 		h := newHarness(t, c.upstream, func(o *proxy.Options) {
-			o.UpstreamBase = base + map[wire.API]string{wire.OpenAI: "/v1", wire.Anthropic: ""}[c.upstream]
+			o.UpstreamBase = base + map[apiformat.API]string{apiformat.OpenAI: "/v1", apiformat.Anthropic: ""}[c.upstream]
 		})
 		var got string
 		var err error
-		if c.client == wire.OpenAI {
+		if c.client == apiformat.OpenAI {
 			oc := openaiClient(h.proxy.URL+"/v1", option.WithHeader("X-Session-Id", "cut"))
 			st := oc.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
 				Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
@@ -92,7 +92,7 @@ func TestIncompleteStreamIsAnError(t *testing.T) {
 // TestWholeStreamWithoutDoneIsFine: a stream whose answer finished (a
 // finish reason arrived) but that lacks [DONE] is completed for the client.
 func TestWholeStreamWithoutDoneIsFine(t *testing.T) {
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.UpstreamBase = rawUpstream(t, "text/event-stream", openAIWhole) + "/v1" })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.UpstreamBase = rawUpstream(t, "text/event-stream", openAIWhole) + "/v1" })
 	resp, out := post(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "X-Session-Id", "whole")
 	if resp.StatusCode != 200 || !strings.HasSuffix(strings.TrimSpace(string(out)), "data: [DONE]") || strings.Contains(string(out), "error") {
 		t.Fatalf("%d %s", resp.StatusCode, out)
@@ -107,7 +107,7 @@ func TestWholeStreamWithoutDoneIsFine(t *testing.T) {
 // client, in its format, and a failed turn.
 func TestUnparseableAnswerIsAnError(t *testing.T) {
 	for i, body := range []string{"<html><body>Please log in to the Wi-Fi</body></html>", `{"error":{"message":"quota exceeded"}}`, `{"id":"x","choi`} {
-		h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.UpstreamBase = rawUpstream(t, "application/json", body) + "/v1" })
+		h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.UpstreamBase = rawUpstream(t, "application/json", body) + "/v1" })
 		oc := openaiClient(h.proxy.URL+"/v1", option.WithHeader("X-Session-Id", "bad"))
 		_, err := oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 			Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("I prefer tabs.")}})

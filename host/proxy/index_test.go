@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // TestUnknownPathListsEveryRoute: GET / (or any unknown path) answers 404
@@ -15,7 +15,7 @@ import (
 // (skills, memory) included.
 func TestUnknownPathListsEveryRoute(t *testing.T) {
 	noop := func(http.ResponseWriter, *http.Request) {}
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) {
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) {
 		o.Routes = []proxy.Route{{Pattern: "GET /v1/skills", Handler: noop}, {Pattern: "POST /v1/memory/search", Handler: noop}}
 		o.PublicRoutes = []proxy.Route{{Pattern: "GET /ui/", Handler: noop}}
 	})

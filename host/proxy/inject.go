@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 var (
@@ -20,7 +20,7 @@ func hasMarker(b []byte) bool {
 // alreadyInjected reports whether the block is already in the system prompt
 // or the newest user message (a hook shim on the same client put it there).
 func (r *request) alreadyInjected() bool {
-	if r.api == wire.Anthropic {
+	if r.api == apiformat.Anthropic {
 		if sys, ok := lookup(r.fields, "system"); ok && hasMarker(sys) {
 			return true
 		}
@@ -44,7 +44,7 @@ func (r *request) alreadyInjected() bool {
 // injectedBlock returns the block a hook put into the system prompt or the
 // newest user message, as text ("" when there is none).
 func (r *request) injectedBlock() string {
-	if r.api == wire.Anthropic {
+	if r.api == apiformat.Anthropic {
 		if sys, ok := lookup(r.fields, "system"); ok && hasMarker(sys) {
 			if b := core.FindBlock(contentText(sys)); b != "" {
 				return b
@@ -75,7 +75,7 @@ func (r *request) inject(block string) {
 	if block == "" {
 		return
 	}
-	if r.api == wire.Anthropic {
+	if r.api == apiformat.Anthropic {
 		sys, _ := lookup(r.fields, "system")
 		r.setRaw("system", appendToContent(sys, block))
 		return

@@ -7,8 +7,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // MainTurnResponder answers main turns in place of the upstream: in RL
@@ -31,7 +31,7 @@ var ErrForward = errors.New("proxy: forward this turn upstream")
 // MainTurn is a main turn as the upstream would receive it.
 type MainTurn struct {
 	// API is the format of Body and of the answer: the upstream's (llm.api).
-	API wire.API
+	API apiformat.API
 	// Body is the request as it would be forwarded (injected, truncated,
 	// MetaClaw's fields removed).
 	Body   []byte
@@ -69,9 +69,9 @@ func (s *Server) send(t *turn, req *http.Request, body []byte) (*http.Response, 
 }
 
 // errorResponse is an upstream-shaped error answer.
-func errorResponse(api wire.API, status int, msg string) *http.Response {
+func errorResponse(api apiformat.API, status int, msg string) *http.Response {
 	return &http.Response{
 		StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
-		Body: io.NopCloser(bytes.NewReader(wire.ErrorBody(api, status, msg))),
+		Body: io.NopCloser(bytes.NewReader(apiformat.ErrorBody(api, status, msg))),
 	}
 }

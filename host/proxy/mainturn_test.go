@@ -16,9 +16,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // fakeResponder answers main turns with a fixed OpenAI answer, or forwards.
@@ -51,7 +51,7 @@ func (f *fakeResponder) turns() []proxy.MainTurn {
 func TestMainTurnResponder(t *testing.T) {
 	resp := &fakeResponder{}
 	resp.serving.Store(true)
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.MainTurns = resp })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.MainTurns = resp })
 	var linked atomic.Int64
 	h.core.OnTurn(func(_ context.Context, tr *store.Turn) { linked.Store(tr.SampleID) })
 	ctx := context.Background()
@@ -66,7 +66,7 @@ func TestMainTurnResponder(t *testing.T) {
 		t.Fatalf("answer %+v, upstream %d", m.Content, len(h.up.Requests()))
 	}
 	seen := resp.turns()
-	if len(seen) != 1 || seen[0].API != wire.OpenAI || seen[0].Session != "mt" || !strings.Contains(string(seen[0].Body), "INJECTED-SKILL") {
+	if len(seen) != 1 || seen[0].API != apiformat.OpenAI || seen[0].Session != "mt" || !strings.Contains(string(seen[0].Body), "INJECTED-SKILL") {
 		t.Fatalf("the responder saw %+v", seen)
 	}
 	turns := h.turns(t, "mt")
@@ -93,7 +93,7 @@ func TestMainTurnResponder(t *testing.T) {
 func TestMainTurnResponderWithoutUpstream(t *testing.T) {
 	resp := &fakeResponder{}
 	resp.serving.Store(true)
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.MainTurns = resp; o.NotConfigured = "no upstream configured" })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.MainTurns = resp; o.NotConfigured = "no upstream configured" })
 	oc := openaiClient(h.proxy.URL + "/v1")
 	ctx := context.Background()
 	params := openai.ChatCompletionNewParams{Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}

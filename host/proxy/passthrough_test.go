@@ -5,9 +5,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // TestPassThroughWhenDisabled: while `metaclaw disable` is in force the
@@ -16,7 +16,7 @@ import (
 func TestPassThroughWhenDisabled(t *testing.T) {
 	var off atomic.Bool
 	off.Store(true)
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.PassThrough = off.Load })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.PassThrough = off.Load })
 	body := `{"model":"m","messages":[{"role":"system","content":"SYS"},{"role":"user","content":"hello"}]}`
 	resp, out := post(t, h.proxy.URL+"/v1/chat/completions", body, "X-Session-Id", "pt")
 	if resp.StatusCode != 200 || !strings.Contains(string(out), "FAKE-REPLY-OK") {

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metaclaw-go/metaclaw/host/wire"
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 )
 
 // BenchmarkStreamRelayEvents measures the proxy's cost per relayed stream
 // event: one stream of 2,000 small events (an LLM answer of 2,000 tokens)
 // from the fake upstream, through the proxy, to a client that reads it all.
 func BenchmarkStreamRelayEvents(b *testing.B) {
-	h := newHarness(b, wire.OpenAI)
+	h := newHarness(b, apiformat.OpenAI)
 	h.up.Record = false
 	h.up.Reply = strings.TrimSpace(strings.Repeat("tok ", 2000))
 	b.ReportAllocs()

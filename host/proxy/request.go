@@ -10,9 +10,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // identityFields are MetaClaw's body extensions: read, then removed before the
@@ -22,7 +22,7 @@ var identityFields = []string{"session_id", "session_done", "turn_type", "memory
 // request is a parsed client body. Top-level fields are kept raw and in
 // order, so anything we do not touch is forwarded untouched.
 type request struct {
-	api      wire.API
+	api      apiformat.API
 	raw      []byte
 	fields   []field
 	messages []msg
@@ -48,7 +48,7 @@ type part struct {
 	Text string `json:"text"`
 }
 
-func parseRequest(api wire.API, body []byte) (*request, error) {
+func parseRequest(api apiformat.API, body []byte) (*request, error) {
 	if !json.Valid(body) {
 		return nil, fmt.Errorf("request body is not a JSON object: invalid JSON")
 	}

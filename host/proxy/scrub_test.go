@@ -11,8 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 const wifi = "BlueElephant42"
@@ -23,7 +23,7 @@ const wifi = "BlueElephant42"
 // repeats it back.
 func TestStoredTurnsAreRedacted(t *testing.T) {
 	for _, stream := range []bool{false, true} {
-		h := newHarness(t, wire.OpenAI)
+		h := newHarness(t, apiformat.OpenAI)
 		session := "wifi-" + strconv.FormatBool(stream)
 		body := `{"model":"m","stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"system","content":"Be brief."},` +
 			`{"role":"user","content":"the office wifi password is ` + wifi + `"},{"role":"assistant","content":"OK, saved ` + wifi + `."},` +
@@ -74,14 +74,14 @@ func (s *syncBuffer) String() string {
 // turns.error, whichever formats are involved.
 func TestUpstreamKeyNeverEchoed(t *testing.T) {
 	for _, c := range []struct {
-		upstream, client wire.API
+		upstream, client apiformat.API
 		key              string // llm.api_key; "" = the client's own key passed through
 	}{
-		{wire.OpenAI, wire.OpenAI, "sk-upstream-SECRET"},
-		{wire.Anthropic, wire.Anthropic, "sk-upstream-SECRET"},
-		{wire.OpenAI, wire.Anthropic, "sk-upstream-SECRET"},
-		{wire.Anthropic, wire.OpenAI, "sk-upstream-SECRET"},
-		{wire.OpenAI, wire.OpenAI, ""},
+		{apiformat.OpenAI, apiformat.OpenAI, "sk-upstream-SECRET"},
+		{apiformat.Anthropic, apiformat.Anthropic, "sk-upstream-SECRET"},
+		{apiformat.OpenAI, apiformat.Anthropic, "sk-upstream-SECRET"},
+		{apiformat.Anthropic, apiformat.OpenAI, "sk-upstream-SECRET"},
+		{apiformat.OpenAI, apiformat.OpenAI, ""},
 	} {
 		log := &syncBuffer{}
 		h := newHarness(t, c.upstream, func(o *proxy.Options) {
@@ -93,7 +93,7 @@ func TestUpstreamKeyNeverEchoed(t *testing.T) {
 			secret = "sk-client-OWN-key-0123456789"
 		}
 		path, body := "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"ECHO-AUTH please"}]}`
-		if c.client == wire.Anthropic {
+		if c.client == apiformat.Anthropic {
 			path, body = "/v1/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"ECHO-AUTH please"}]}`
 		}
 		resp, out := post(t, h.proxy.URL+path, body, "X-Session-Id", "echo", "Authorization", "Bearer sk-client-OWN-key-0123456789")
@@ -123,10 +123,10 @@ func TestNetworkErrorHidesAddress(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 	_, port, _ := net.SplitHostPort(addr)
-	h := newHarness(t, wire.OpenAI, func(o *proxy.Options) { o.UpstreamBase = "http://" + addr + "/v1" })
+	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) { o.UpstreamBase = "http://" + addr + "/v1" })
 	resp, out := post(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "X-Session-Id", "down")
 	if resp.StatusCode != 502 || strings.Contains(string(out), "127.0.0.1") || strings.Contains(string(out), ":"+port) || !strings.Contains(string(out), "connection refused") {
 		t.Fatalf("%d %s", resp.StatusCode, out)
 	}
-	errorShape(t, wire.OpenAI, out, "upstream unreachable")
+	errorShape(t, apiformat.OpenAI, out, "upstream unreachable")
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 func openaiClient(base string, opts ...option.RequestOption) openai.Client {
@@ -62,7 +62,7 @@ func upstreamSystem(t *testing.T, h *harness) string {
 }
 
 func TestOpenAIClientMatrix(t *testing.T) {
-	for _, upstream := range []wire.API{wire.OpenAI, wire.Anthropic} {
+	for _, upstream := range []apiformat.API{apiformat.OpenAI, apiformat.Anthropic} {
 		for _, stream := range []bool{false, true} {
 			for _, tool := range []bool{false, true} {
 				name := fmt.Sprintf("upstream=%s/stream=%v/tool=%v", upstream, stream, tool)
@@ -164,7 +164,7 @@ func TestOpenAIClientMatrix(t *testing.T) {
 }
 
 func TestAnthropicClientMatrix(t *testing.T) {
-	for _, upstream := range []wire.API{wire.Anthropic, wire.OpenAI} {
+	for _, upstream := range []apiformat.API{apiformat.Anthropic, apiformat.OpenAI} {
 		for _, stream := range []bool{false, true} {
 			for _, tool := range []bool{false, true} {
 				name := fmt.Sprintf("upstream=%s/stream=%v/tool=%v", upstream, stream, tool)

@@ -20,11 +20,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 	"github.com/metaclaw-go/metaclaw/host/version"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // Options configure the proxy.
@@ -32,8 +32,8 @@ type Options struct {
 	Core *core.Core
 	Log  zerolog.Logger
 
-	UpstreamAPI  wire.API // wire format of the upstream
-	UpstreamBase string   // e.g. https://api.openai.com/v1 or https://api.anthropic.com
+	UpstreamAPI  apiformat.API // wire format of the upstream
+	UpstreamBase string        // e.g. https://api.openai.com/v1 or https://api.anthropic.com
 	UpstreamKey  string
 	Model        string // replaces the client's model when set
 	// UpstreamTimeout bounds the wait for response headers, and then any
@@ -121,9 +121,9 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("proxy: a core is required")
 	}
 	if o.UpstreamAPI == "" {
-		o.UpstreamAPI = wire.OpenAI
+		o.UpstreamAPI = apiformat.OpenAI
 	}
-	if o.UpstreamAPI != wire.OpenAI && o.UpstreamAPI != wire.Anthropic {
+	if o.UpstreamAPI != apiformat.OpenAI && o.UpstreamAPI != apiformat.Anthropic {
 		return nil, fmt.Errorf("proxy: unknown upstream api %q", o.UpstreamAPI)
 	}
 	if o.MaxBodyBytes <= 0 {
@@ -205,8 +205,8 @@ func foreignBrowserRequest(r *http.Request, loopbackOnly bool) string {
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	for _, prefix := range []string{"", "/a/{agent}"} {
-		s.mux.HandleFunc("POST "+prefix+"/v1/chat/completions", s.auth(wire.OpenAI, s.chat(wire.OpenAI)))
-		s.mux.HandleFunc("POST "+prefix+"/v1/messages", s.auth(wire.Anthropic, s.chat(wire.Anthropic)))
+		s.mux.HandleFunc("POST "+prefix+"/v1/chat/completions", s.auth(apiformat.OpenAI, s.chat(apiformat.OpenAI)))
+		s.mux.HandleFunc("POST "+prefix+"/v1/messages", s.auth(apiformat.Anthropic, s.chat(apiformat.Anthropic)))
 		s.mux.HandleFunc("GET "+prefix+"/v1/models", s.authByHeaders(s.models))
 		s.mux.HandleFunc("GET "+prefix+"/v1/status", s.authByHeaders(s.status))
 		for _, rt := range s.o.Routes {
@@ -263,11 +263,11 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // clientAPIFromHeaders guesses the caller's format for routes both formats share.
-func clientAPIFromHeaders(r *http.Request) wire.API {
+func clientAPIFromHeaders(r *http.Request) apiformat.API {
 	if r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != "" || strings.HasSuffix(r.URL.Path, "/messages") {
-		return wire.Anthropic
+		return apiformat.Anthropic
 	}
-	return wire.OpenAI
+	return apiformat.OpenAI
 }
 
 func (s *Server) authByHeaders(next http.HandlerFunc) http.HandlerFunc {
@@ -291,14 +291,14 @@ func presentedKey(r *http.Request) string {
 
 // auth requires proxy.api_key when one is configured. Hashing first makes
 // the comparison constant-time regardless of the key's length.
-func (s *Server) auth(api wire.API, next http.HandlerFunc) http.HandlerFunc {
+func (s *Server) auth(api apiformat.API, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.o.APIKey != "" {
 			got := presentedKey(r)
 			h := sha256.Sum256([]byte(got))
 			if got == "" || subtle.ConstantTimeCompare(h[:], s.keyHash[:]) != 1 {
 				msg := "invalid proxy API key: send proxy.api_key as `Authorization: Bearer <key>` (it is in $METACLAW_HOME/secrets.yaml; `metaclaw env` prints the exports, `metaclaw wire <client>` sets it in a client)"
-				if api == wire.Anthropic {
+				if api == apiformat.Anthropic {
 					msg = "invalid proxy API key: send proxy.api_key as `x-api-key` or `Authorization: Bearer <key>` (it is in $METACLAW_HOME/secrets.yaml; `metaclaw env` prints the exports, `metaclaw wire <client>` sets it in a client)"
 				}
 				if got == "" {
@@ -348,7 +348,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		model = "metaclaw"
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if api == wire.Anthropic {
+	if api == apiformat.Anthropic {
 		json.NewEncoder(w).Encode(map[string]any{
 			"data":     []any{map[string]any{"type": "model", "id": model, "display_name": model, "created_at": "1970-01-01T00:00:00Z"}},
 			"has_more": false, "first_id": model, "last_id": model,
@@ -364,7 +364,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 // upstreamURL joins the base with an endpoint (chat/completions, messages, models).
 func (s *Server) upstreamURL(endpoint string) string {
 	base := strings.TrimRight(s.o.UpstreamBase, "/")
-	if s.o.UpstreamAPI == wire.Anthropic && !strings.HasSuffix(base, "/v1") {
+	if s.o.UpstreamAPI == apiformat.Anthropic && !strings.HasSuffix(base, "/v1") {
 		base += "/v1"
 	}
 	return base + "/" + endpoint
@@ -378,7 +378,7 @@ func (s *Server) setUpstreamAuth(req *http.Request, client *http.Request) {
 	if key == "" && s.o.APIKey == "" {
 		key = presentedKey(client)
 	}
-	if s.o.UpstreamAPI == wire.Anthropic {
+	if s.o.UpstreamAPI == apiformat.Anthropic {
 		if key != "" {
 			req.Header.Set("x-api-key", key)
 		}
@@ -402,10 +402,10 @@ func (s *Server) setUpstreamAuth(req *http.Request, client *http.Request) {
 	}
 }
 
-func writeError(w http.ResponseWriter, api wire.API, status int, msg string) {
+func writeError(w http.ResponseWriter, api apiformat.API, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(wire.ErrorBody(api, status, msg))
+	w.Write(apiformat.ErrorBody(api, status, msg))
 }
 
 // isTimeout reports whether err is a deadline or network timeout.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // customUpstream points a harness at handler instead of the fake LLM.
@@ -36,11 +36,11 @@ func TestStalledBodyIsAnswered504(t *testing.T) {
 		flushOut(w)
 		<-r.Context().Done()
 	}
-	for _, api := range []wire.API{wire.OpenAI, wire.Anthropic} {
+	for _, api := range []apiformat.API{apiformat.OpenAI, apiformat.Anthropic} {
 		t.Run(string(api), func(t *testing.T) {
-			h := newHarness(t, wire.OpenAI, customUpstream(t, stall), func(o *proxy.Options) { o.UpstreamTimeout = 300 * time.Millisecond })
+			h := newHarness(t, apiformat.OpenAI, customUpstream(t, stall), func(o *proxy.Options) { o.UpstreamTimeout = 300 * time.Millisecond })
 			path := "/v1/chat/completions"
-			if api == wire.Anthropic {
+			if api == apiformat.Anthropic {
 				path = "/v1/messages"
 			}
 			// The client would wait forever; the proxy must not. The test's
@@ -137,7 +137,7 @@ func TestSlowClientDoesNotTripTheUpstreamWatchdog(t *testing.T) {
 		}
 		io.WriteString(w, sseEnd)
 	}
-	h := newHarness(t, wire.OpenAI, customUpstream(t, fast), func(o *proxy.Options) { o.UpstreamTimeout = time.Second })
+	h := newHarness(t, apiformat.OpenAI, customUpstream(t, fast), func(o *proxy.Options) { o.UpstreamTimeout = time.Second })
 	// At most 6.4 MB/s: the relay spends several timeouts blocked on the
 	// client while the upstream waits with everything ready to send.
 	n, done, last := readStream(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
@@ -168,7 +168,7 @@ func TestLongLineArrivingSlowlyIsProgress(t *testing.T) {
 		}
 		io.WriteString(w, sseEnd)
 	}
-	h := newHarness(t, wire.OpenAI, customUpstream(t, trickle), func(o *proxy.Options) { o.UpstreamTimeout = time.Second })
+	h := newHarness(t, apiformat.OpenAI, customUpstream(t, trickle), func(o *proxy.Options) { o.UpstreamTimeout = time.Second })
 	n, done, last := readStream(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
 	if n != 2<<20 || !done {
 		t.Fatalf("got %d bytes, done=%v, last %.300s", n, done, last)
@@ -183,7 +183,7 @@ func TestSilentStreamIsCut(t *testing.T) {
 		flushOut(w)
 		<-r.Context().Done()
 	}
-	h := newHarness(t, wire.OpenAI, customUpstream(t, silent), func(o *proxy.Options) { o.UpstreamTimeout = 300 * time.Millisecond })
+	h := newHarness(t, apiformat.OpenAI, customUpstream(t, silent), func(o *proxy.Options) { o.UpstreamTimeout = 300 * time.Millisecond })
 	_, done, last := readStream(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
 	if !done || !strings.Contains(last, "llm.timeout_seconds") {
 		t.Fatalf("done=%v last %s", done, last)
@@ -200,7 +200,7 @@ func TestOversizedAnswerIsRelayedNotHeld(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, big)
 	}
-	h := newHarness(t, wire.OpenAI, customUpstream(t, serve), func(o *proxy.Options) { o.MaxAnswerBytes = 1 << 20 })
+	h := newHarness(t, apiformat.OpenAI, customUpstream(t, serve), func(o *proxy.Options) { o.MaxAnswerBytes = 1 << 20 })
 	resp, body := post(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "X-Session-Id", "big")
 	if resp.StatusCode != 200 || string(body) != big {
 		t.Fatalf("status %d, %d of %d bytes relayed", resp.StatusCode, len(body), len(big))
@@ -214,11 +214,11 @@ func TestOversizedAnswerIsRelayedNotHeld(t *testing.T) {
 	if resp.StatusCode != 502 {
 		t.Fatalf("translated oversized answer: status %d", resp.StatusCode)
 	}
-	errorShape(t, wire.Anthropic, body, "proxy.max_answer_mb")
+	errorShape(t, apiformat.Anthropic, body, "proxy.max_answer_mb")
 }
 
 func TestEveryAnswerIsDurableWhenReceived(t *testing.T) {
-	h := newHarness(t, wire.OpenAI)
+	h := newHarness(t, apiformat.OpenAI)
 	for i := 0; i < 10; i++ {
 		for _, stream := range []bool{false, true} {
 			session := fmt.Sprintf("durable-%d-%v", i, stream)

@@ -3,8 +3,8 @@ package proxy
 import (
 	"bytes"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // perMessageOverhead approximates the role and framing tokens a chat
@@ -35,13 +35,13 @@ func (r *request) truncate(maxContext int, counter *tokens.Cache) (dropped int) 
 	}
 	infos := make([]info, len(r.messages))
 	fixed := 0
-	if sys, ok := lookup(r.fields, "system"); ok && r.api == wire.Anthropic {
+	if sys, ok := lookup(r.fields, "system"); ok && r.api == apiformat.Anthropic {
 		fixed += counter.Count(string(sys))
 	}
 	for i, m := range r.messages {
 		in := info{role: m.role, tokens: counter.Count(string(m.raw)) + perMessageOverhead}
 		in.system = m.role == "system" || m.role == "developer"
-		in.tool = m.role == "tool" || (r.api == wire.Anthropic && m.role == "user" && bytes.Contains(m.raw, []byte(`"tool_result"`)))
+		in.tool = m.role == "tool" || (r.api == apiformat.Anthropic && m.role == "user" && bytes.Contains(m.raw, []byte(`"tool_result"`)))
 		infos[i] = in
 		if in.system {
 			fixed += in.tokens
@@ -62,7 +62,7 @@ func (r *request) truncate(maxContext int, counter *tokens.Cache) (dropped int) 
 	}
 	// Do not start on an orphan tool result or (Anthropic) an assistant message.
 	for cut < len(r.messages)-1 && !infos[cut].system &&
-		(infos[cut].tool || (r.api == wire.Anthropic && infos[cut].role != "user")) {
+		(infos[cut].tool || (r.api == apiformat.Anthropic && infos[cut].role != "user")) {
 		cut++
 	}
 	kept := make([]msg, 0, len(r.messages))

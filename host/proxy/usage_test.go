@@ -8,14 +8,14 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/metaclaw-go/metaclaw/host/wire"
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 )
 
 // TestOpenAIStreamUsageOnlyWhenAsked: an OpenAI client gets the usage chunk
 // (choices: [], usage) only when it set stream_options.include_usage, from
 // either upstream format; the turn is recorded with its tokens either way.
 func TestOpenAIStreamUsageOnlyWhenAsked(t *testing.T) {
-	for _, upstream := range []wire.API{wire.OpenAI, wire.Anthropic} {
+	for _, upstream := range []apiformat.API{apiformat.OpenAI, apiformat.Anthropic} {
 		for _, asked := range []bool{false, true} {
 			t.Run(fmt.Sprintf("upstream=%s/include_usage=%v", upstream, asked), func(t *testing.T) {
 				h := newHarness(t, upstream)

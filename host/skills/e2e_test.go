@@ -12,15 +12,15 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/skills/bank"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
 )
 
-func bankHost(t *testing.T, upstream wire.API) *testhost.Host {
+func bankHost(t *testing.T, upstream apiformat.API) *testhost.Host {
 	t.Helper()
 	return testhost.Start(t, testhost.Options{UpstreamAPI: upstream, Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
 		lib, err := Open(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "skills"), Store: st, Log: zerolog.Nop()})
@@ -73,7 +73,7 @@ func injectedBlock(t *testing.T, s string) string {
 
 func TestEndToEndFlakyTestTurnGetsTheSkill(t *testing.T) {
 	t.Run("openai client, openai upstream", func(t *testing.T) {
-		h := bankHost(t, wire.OpenAI)
+		h := bankHost(t, apiformat.OpenAI)
 		post(t, h.URL+"/v1/chat/completions", map[string]any{"model": "m", "messages": []any{
 			map[string]string{"role": "system", "content": "You are a coding agent."},
 			map[string]string{"role": "user", "content": "TestPaymentRetry fails about one run in ten on CI but never locally. Can you help me debug it?"},
@@ -95,7 +95,7 @@ func TestEndToEndFlakyTestTurnGetsTheSkill(t *testing.T) {
 		}
 	})
 	t.Run("anthropic client, openai upstream, agent path", func(t *testing.T) {
-		h := bankHost(t, wire.OpenAI)
+		h := bankHost(t, apiformat.OpenAI)
 		post(t, h.URL+"/a/coder/v1/messages", map[string]any{"model": "claude-x", "max_tokens": 100, "system": "Be terse.",
 			"messages": []any{map[string]any{"role": "user", "content": []any{map[string]string{"type": "text", "text": "my jest test is flaky: it passes alone and fails with the whole suite"}}}}},
 			map[string]string{"anthropic-version": "2023-06-01"})
@@ -106,7 +106,7 @@ func TestEndToEndFlakyTestTurnGetsTheSkill(t *testing.T) {
 		}
 	})
 	t.Run("a block already present is not injected twice", func(t *testing.T) {
-		h := bankHost(t, wire.OpenAI)
+		h := bankHost(t, apiformat.OpenAI)
 		pre := core.BeginMarker + "\nfrom the hook\n" + core.EndMarker
 		post(t, h.URL+"/v1/chat/completions", map[string]any{"model": "m", "messages": []any{
 			map[string]string{"role": "system", "content": "Agent.\n\n" + pre},
@@ -120,7 +120,7 @@ func TestEndToEndFlakyTestTurnGetsTheSkill(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
-	h := bankHost(t, wire.OpenAI)
+	h := bankHost(t, apiformat.OpenAI)
 	get := func(path string, into any) int {
 		resp, err := http.Get(h.URL + path)
 		if err != nil {
@@ -153,7 +153,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestRoutesDashboardActions(t *testing.T) {
-	h := bankHost(t, wire.OpenAI)
+	h := bankHost(t, apiformat.OpenAI)
 	do := func(method, path, ctype, origin string, body string) (int, map[string]any) {
 		req, _ := http.NewRequest(method, h.URL+path, strings.NewReader(body))
 		if ctype != "" {

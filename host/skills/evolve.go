@@ -79,7 +79,7 @@ func NewEvolver(o EvolverOptions) *Evolver {
 	return &Evolver{o: o}
 }
 
-// Register wires the evolver into the core: a durable job at every session
+// Register adds the evolver to the core: a durable job at every session
 // end and, when EveryNTurns > 0, one every N main turns.
 func (ev *Evolver) Register(c *core.Core) {
 	c.OnSessionEnd(JobEvolveSession, ev.handle)

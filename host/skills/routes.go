@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/metaclaw-go/metaclaw/host/wire"
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 )
 
 // Route is an HTTP endpoint of the skills API (the daemon maps it onto
@@ -183,7 +183,7 @@ func summary(s *Skill) map[string]any {
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(wire.ErrorBody(wire.OpenAI, status, msg))
+	w.Write(apiformat.ErrorBody(apiformat.OpenAI, status, msg))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -17,10 +17,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/rl/chattemplate"
 	"github.com/metaclaw-go/metaclaw/host/rl/tokenizer"
 	"github.com/metaclaw-go/metaclaw/host/rl/tokfetch"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // TestdataDir is host/rl/testdata in this checkout.
@@ -82,7 +82,7 @@ var openclawCases = []struct {
 func ptr[T any](v T) *T { return &v }
 
 // ChatCases reads the corpus: the OpenClaw captures (Anthropic ones
-// translated with host/wire, as serving does) and conversations.json.
+// translated with host/apiformat, as serving does) and conversations.json.
 func ChatCases() ([]ChatCase, error) {
 	dir := TestdataDir()
 	var cases []ChatCase
@@ -92,7 +92,7 @@ func ChatCases() ([]ChatCase, error) {
 			return nil, err
 		}
 		if oc.anthropic {
-			if body, err = wire.AnthropicToOpenAIRequest(body); err != nil {
+			if body, err = apiformat.AnthropicToOpenAIRequest(body); err != nil {
 				return nil, fmt.Errorf("%s: %w", oc.file, err)
 			}
 		}

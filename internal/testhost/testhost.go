@@ -13,17 +13,17 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 // Options configure a test host.
 type Options struct {
-	UpstreamAPI wire.API // default openai
+	UpstreamAPI apiformat.API // default openai
 	// Dir holds the store; default t.TempDir().
 	Dir string
 	// Setup registers providers, listeners and jobs on the core and returns
@@ -56,7 +56,7 @@ type Host struct {
 func Start(t testing.TB, o Options) *Host {
 	t.Helper()
 	if o.UpstreamAPI == "" {
-		o.UpstreamAPI = wire.OpenAI
+		o.UpstreamAPI = apiformat.OpenAI
 	}
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
@@ -77,7 +77,7 @@ func Start(t testing.TB, o Options) *Host {
 		routes = o.Setup(h.Core, st)
 	}
 	base := h.Upstream.URL + "/v1"
-	if o.UpstreamAPI == wire.Anthropic {
+	if o.UpstreamAPI == apiformat.Anthropic {
 		base = h.Upstream.URL
 	}
 	po := proxy.Options{

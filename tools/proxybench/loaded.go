@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/memory"
@@ -21,7 +22,6 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/skills"
 	"github.com/metaclaw-go/metaclaw/host/skills/bank"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // The loaded scenario: the full proxy with a learned state — memories and
@@ -67,7 +67,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 	}
 	c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
 	cleanup = append(cleanup, func() { c.Close() })
-	sh, err := skills.Wire(ctx, cfg, st, c, zerolog.Nop(), skills.WireOptions{})
+	sh, err := skills.Assemble(ctx, cfg, st, c, zerolog.Nop(), skills.AssembleOptions{})
 	if err != nil {
 		return fail(err)
 	}
@@ -75,7 +75,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 	if n := len(sh.Lib.List()); n != nSkills {
 		return fail(fmt.Errorf("loaded %d skills, want %d", n, nSkills))
 	}
-	mh, err := memory.Wire(ctx, cfg, st, c, zerolog.Nop(), memory.WireOptions{})
+	mh, err := memory.Assemble(ctx, cfg, st, c, zerolog.Nop(), memory.AssembleOptions{})
 	if err != nil {
 		return fail(err)
 	}
@@ -85,7 +85,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 		routes = append(routes, proxy.Route{Pattern: r.Pattern, Handler: r.Handler})
 	}
 	routes = append(routes, mh.Routes...)
-	px, err := proxy.New(proxy.Options{Core: c, Log: zerolog.Nop(), UpstreamAPI: wire.OpenAI, UpstreamBase: upstream + "/v1", UpstreamKey: "k", Routes: routes})
+	px, err := proxy.New(proxy.Options{Core: c, Log: zerolog.Nop(), UpstreamAPI: apiformat.OpenAI, UpstreamBase: upstream + "/v1", UpstreamKey: "k", Routes: routes})
 	if err != nil {
 		return fail(err)
 	}

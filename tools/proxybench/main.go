@@ -29,10 +29,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 )
 
@@ -108,7 +108,7 @@ func main() {
 		c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
 		cores = append(cores, c)
 		cleanups = append(cleanups, func() { c.Close(); st.Close(); os.RemoveAll(dir) })
-		px, err := proxy.New(proxy.Options{Core: c, Log: zerolog.Nop(), UpstreamAPI: wire.OpenAI, UpstreamBase: up.URL + "/v1", UpstreamKey: "k", RecordAsync: async})
+		px, err := proxy.New(proxy.Options{Core: c, Log: zerolog.Nop(), UpstreamAPI: apiformat.OpenAI, UpstreamBase: up.URL + "/v1", UpstreamKey: "k", RecordAsync: async})
 		if err != nil {
 			fail(err)
 		}

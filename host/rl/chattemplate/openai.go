@@ -49,7 +49,7 @@ type oaiMessage struct {
 //     turned into text.
 //
 // Anthropic Messages requests are first translated with
-// wire.AnthropicToOpenAIRequest.
+// apiformat.AnthropicToOpenAIRequest.
 func FromOpenAI(body []byte) (Conversation, error) {
 	var req oaiRequest
 	if err := json.Unmarshal(body, &req); err != nil {

@@ -108,7 +108,7 @@ func logprobsJSON(lp []TokenLogprob) any {
 	return map[string]any{"content": content}
 }
 
-// OpenAIResponse builds a chat.completion body for m. host/wire's
+// OpenAIResponse builds a chat.completion body for m. host/apiformat's
 // OpenAIToAnthropicResponse turns it into an Anthropic message.
 func OpenAIResponse(m Message, r Response) ([]byte, error) {
 	msg := oaiMessage{Role: "assistant", ReasoningContent: m.Reasoning, ToolCalls: toolCalls(m.ToolCalls, false, 0)}
@@ -151,7 +151,7 @@ func (b *jsonBuffer) Write(p []byte) (int, error) {
 }
 
 // ChunkWriter builds the chat.completion.chunk payloads of a streamed
-// answer (without the "data: " framing). Use one per response. host/wire's
+// answer (without the "data: " framing). Use one per response. host/apiformat's
 // NewOpenAIToAnthropicStream turns them into Anthropic events.
 type ChunkWriter struct {
 	ID      string

@@ -6,7 +6,7 @@
 // streamed answer always adds up to the non-streamed one.
 //
 // The output is shaped for OpenAI Chat Completions (OpenAIResponse,
-// ChunkWriter); Anthropic clients get it through host/wire's translators,
+// ChunkWriter); Anthropic clients get it through host/apiformat's translators,
 // which map reasoning_content to thinking blocks and tool_calls to tool_use.
 package completion
 

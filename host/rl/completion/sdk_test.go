@@ -12,8 +12,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/rl/completion"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // sampled is a completion as Qwen3 writes it: reasoning, a sentence, two
@@ -22,7 +22,7 @@ const sampled = "<think>\nThe user wants the note; read it.\n</think>\n\nReading
 
 // serveSampled answers both APIs from the sampled text, the way RL serving
 // will: parse (streaming in token-sized pieces, or whole), build the OpenAI
-// shape, and translate to Anthropic with host/wire.
+// shape, and translate to Anthropic with host/apiformat.
 func serveSampled(t *testing.T) *httptest.Server {
 	t.Helper()
 	opts := func() completion.Options {
@@ -40,7 +40,7 @@ func serveSampled(t *testing.T) *httptest.Server {
 			m := completion.Parse(sampled, opts())
 			body, err := completion.OpenAIResponse(m, completion.Response{ID: "chatcmpl-1", Model: "qwen3-lora", Created: 1700000000, StopReason: completion.StopStop, Usage: usage})
 			if err == nil && anth {
-				body, err = wire.OpenAIToAnthropicResponse(body)
+				body, err = apiformat.OpenAIToAnthropicResponse(body)
 			}
 			if err != nil {
 				http.Error(w, err.Error(), 500)
@@ -51,13 +51,13 @@ func serveSampled(t *testing.T) *httptest.Server {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		var tr wire.StreamTranslator
+		var tr apiformat.StreamTranslator
 		if anth {
-			tr = wire.NewOpenAIToAnthropicStream("qwen3-lora")
+			tr = apiformat.NewOpenAIToAnthropicStream("qwen3-lora")
 		}
 		send := func(data []byte) {
-			ev := wire.Event{Data: data}
-			evs := []wire.Event{ev}
+			ev := apiformat.Event{Data: data}
+			evs := []apiformat.Event{ev}
 			if tr != nil {
 				var err error
 				if evs, err = tr.Translate(ev); err != nil {
@@ -65,7 +65,7 @@ func serveSampled(t *testing.T) *httptest.Server {
 				}
 			}
 			for _, e := range evs {
-				_ = wire.WriteEvent(w, e)
+				_ = apiformat.WriteEvent(w, e)
 			}
 		}
 		p := completion.NewStreamParser(opts())

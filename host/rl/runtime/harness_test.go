@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
@@ -21,7 +22,6 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/rl/score"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker/toy"
 	"github.com/metaclaw-go/metaclaw/internal/rltest"
@@ -140,7 +140,7 @@ type rlHost struct {
 }
 
 type hostOpts struct {
-	upstream wire.API
+	upstream apiformat.API
 	config   func(*config.Config)
 	runtime  func(*rlruntime.Options)
 	noWait   bool        // do not wait for the policy to serve

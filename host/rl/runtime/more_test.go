@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
 	"github.com/metaclaw-go/metaclaw/host/rl/judge"
@@ -23,7 +24,6 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
 	"github.com/metaclaw-go/metaclaw/host/subplugin/sdk"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker"
 	"github.com/metaclaw-go/metaclaw/internal/rltest"
 )
@@ -347,7 +347,7 @@ func toInts(v []int32) []int {
 // Anthropic to the proxy (which translates for OpenAI clients); thinking and
 // top_k reach the policy.
 func TestAnthropicUpstreamFormat(t *testing.T) {
-	h := startRL(t, hostOpts{upstream: wire.Anthropic})
+	h := startRL(t, hostOpts{upstream: apiformat.Anthropic})
 	ctx := context.Background()
 	// An OpenAI client, streamed, through the Anthropic-shaped answer.
 	st := newClient(h, "up-ant").Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "m",

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
 	"github.com/metaclaw-go/metaclaw/host/rl/completion"
 	"github.com/metaclaw-go/metaclaw/host/rl/tokenizer"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // cutter decodes sampled ids one at a time and stops at the first of the
@@ -134,35 +134,35 @@ func (r *Responder) tokenLogprobs(a *answer) []completion.TokenLogprob {
 }
 
 // body is the non-streamed answer in api's format.
-func (r *Responder) body(api wire.API, t *turn, a *answer) ([]byte, error) {
+func (r *Responder) body(api apiformat.API, t *turn, a *answer) ([]byte, error) {
 	resp := completion.Response{ID: t.id, Model: r.o.BaseModel, Created: t.created, StopReason: a.stopReason, Usage: r.usage(t, a)}
 	if t.p.logprobs {
 		resp.Logprobs = r.tokenLogprobs(a)
 	}
 	body, err := completion.OpenAIResponse(a.msg, resp)
-	if err != nil || api != wire.Anthropic {
+	if err != nil || api != apiformat.Anthropic {
 		return body, err
 	}
-	return wire.OpenAIToAnthropicResponse(body)
+	return apiformat.OpenAIToAnthropicResponse(body)
 }
 
 // events writes OpenAI chunks as SSE events in api's format.
 type events struct {
 	w  io.Writer
-	tr wire.StreamTranslator
+	tr apiformat.StreamTranslator
 }
 
-func newEvents(w io.Writer, api wire.API, model string) *events {
+func newEvents(w io.Writer, api apiformat.API, model string) *events {
 	e := &events{w: w}
-	if api == wire.Anthropic {
-		e.tr = wire.NewOpenAIToAnthropicStream(model)
+	if api == apiformat.Anthropic {
+		e.tr = apiformat.NewOpenAIToAnthropicStream(model)
 	}
 	return e
 }
 
 func (e *events) send(chunks ...[]byte) error {
 	for _, c := range chunks {
-		evs := []wire.Event{{Data: c}}
+		evs := []apiformat.Event{{Data: c}}
 		if e.tr != nil {
 			var err error
 			if evs, err = e.tr.Translate(evs[0]); err != nil {
@@ -170,7 +170,7 @@ func (e *events) send(chunks ...[]byte) error {
 			}
 		}
 		for _, ev := range evs {
-			if err := wire.WriteEvent(e.w, ev); err != nil {
+			if err := apiformat.WriteEvent(e.w, ev); err != nil {
 				return err
 			}
 		}
@@ -189,7 +189,7 @@ func (e *events) finish(cw *completion.ChunkWriter, finishReason string, usage *
 
 // chunksAtOnce is a whole answer as a stream (the sampler does not stream:
 // the chunks are sent together once it has answered).
-func (r *Responder) chunksAtOnce(api wire.API, t *turn, a *answer) []byte {
+func (r *Responder) chunksAtOnce(api apiformat.API, t *turn, a *answer) []byte {
 	var buf bytes.Buffer
 	ev := newEvents(&buf, api, r.o.BaseModel)
 	cw := &completion.ChunkWriter{ID: t.id, Model: r.o.BaseModel, Created: t.created}
@@ -215,14 +215,14 @@ func (r *Responder) chunksAtOnce(api wire.API, t *turn, a *answer) []byte {
 }
 
 // writeStreamError ends a stream with an error event in api's format.
-func writeStreamError(w io.Writer, api wire.API, msg string) {
-	body := wire.ErrorBody(api, http.StatusInternalServerError, "RL serving: "+msg)
-	if api == wire.Anthropic {
-		_ = wire.WriteEvent(w, wire.Event{Name: "error", Data: body})
+func writeStreamError(w io.Writer, api apiformat.API, msg string) {
+	body := apiformat.ErrorBody(api, http.StatusInternalServerError, "RL serving: "+msg)
+	if api == apiformat.Anthropic {
+		_ = apiformat.WriteEvent(w, apiformat.Event{Name: "error", Data: body})
 		return
 	}
-	_ = wire.WriteEvent(w, wire.Event{Data: body})
-	_ = wire.WriteEvent(w, wire.Event{Data: []byte("[DONE]")})
+	_ = apiformat.WriteEvent(w, apiformat.Event{Data: body})
+	_ = apiformat.WriteEvent(w, apiformat.Event{Data: []byte("[DONE]")})
 }
 
 func jsonResponse(body []byte) *http.Response {
@@ -239,8 +239,8 @@ func sseResponse(body []byte) (*http.Response, error) {
 	}, nil
 }
 
-func errorResponse(api wire.API, status int, msg string) *http.Response {
-	body := wire.ErrorBody(api, status, msg)
+func errorResponse(api apiformat.API, status int, msg string) *http.Response {
+	body := apiformat.ErrorBody(api, status, msg)
 	return &http.Response{
 		StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
 		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),

@@ -9,13 +9,13 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
 	"github.com/metaclaw-go/metaclaw/host/rl/prompt"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/rl/serve"
 	"github.com/metaclaw-go/metaclaw/host/store"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/rlgoldens"
 	"github.com/metaclaw-go/metaclaw/internal/rltest"
 )
@@ -63,7 +63,7 @@ func benchRespond(b *testing.B, codec *prompt.Codec, body []byte, stream bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		resp, err := r.Respond(ctx, proxy.MainTurn{API: wire.OpenAI, Body: body, Stream: stream, Agent: "a", Session: "bench"})
+		resp, err := r.Respond(ctx, proxy.MainTurn{API: apiformat.OpenAI, Body: body, Stream: stream, Agent: "a", Session: "bench"})
 		if err != nil || resp.StatusCode != 200 {
 			b.Fatalf("respond: %v", err)
 		}

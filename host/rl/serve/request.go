@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/rl/chattemplate"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // params are what a request asks of the sampler and of the answer.
@@ -47,7 +47,7 @@ type requestFields struct {
 }
 
 // readParams reads the sampling fields of a request in api's format.
-func readParams(api wire.API, body []byte) (params, error) {
+func readParams(api apiformat.API, body []byte) (params, error) {
 	var f requestFields
 	if err := json.Unmarshal(body, &f); err != nil {
 		return params{}, fmt.Errorf("request: %w", err)
@@ -68,7 +68,7 @@ func readParams(api wire.API, body []byte) (params, error) {
 	if tp := p.topP; tp != nil && (*tp < 0 || *tp > 1) {
 		return p, fmt.Errorf("top_p must be between 0 and 1")
 	}
-	if api == wire.Anthropic {
+	if api == apiformat.Anthropic {
 		p.stop = f.StopSequences
 		p.usageChunk = true // the Anthropic translation reads token counts from it
 		if f.Thinking != nil {
@@ -119,11 +119,11 @@ func nonEmpty(v []string) []string {
 }
 
 // openAIBody is the request as the chat template reads it (OpenAI's shape).
-func openAIBody(api wire.API, body []byte) ([]byte, error) {
-	if api != wire.Anthropic {
+func openAIBody(api apiformat.API, body []byte) ([]byte, error) {
+	if api != apiformat.Anthropic {
 		return body, nil
 	}
-	out, err := wire.AnthropicToOpenAIRequest(body)
+	out, err := apiformat.AnthropicToOpenAIRequest(body)
 	if err != nil {
 		return nil, fmt.Errorf("request: %w", err)
 	}

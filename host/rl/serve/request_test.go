@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/rl/chattemplate"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/rltest"
 )
 
@@ -13,22 +13,22 @@ func TestReadParams(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	tests := []struct {
 		name string
-		api  wire.API
+		api  apiformat.API
 		body string
 		want params
 		err  string
 	}{
-		{"openai defaults", wire.OpenAI, `{"messages":[]}`, params{}, ""},
-		{"openai all", wire.OpenAI, `{"max_completion_tokens":50,"max_tokens":9,"temperature":0.2,"top_p":0.5,"stop":"END","logprobs":true,"stream_options":{"include_usage":true},"chat_template_kwargs":{"enable_thinking":false}}`,
+		{"openai defaults", apiformat.OpenAI, `{"messages":[]}`, params{}, ""},
+		{"openai all", apiformat.OpenAI, `{"max_completion_tokens":50,"max_tokens":9,"temperature":0.2,"top_p":0.5,"stop":"END","logprobs":true,"stream_options":{"include_usage":true},"chat_template_kwargs":{"enable_thinking":false}}`,
 			params{maxTokens: 50, temperature: f(0.2), topP: f(0.5), stop: []string{"END"}, logprobs: true, usageChunk: true}, ""},
-		{"openai stop list", wire.OpenAI, `{"stop":["a","","b"]}`, params{stop: []string{"a", "b"}}, ""},
-		{"openai stop null", wire.OpenAI, `{"stop":null,"max_tokens":7}`, params{maxTokens: 7}, ""},
-		{"bad stop", wire.OpenAI, `{"stop":5}`, params{}, "stop must be"},
-		{"negative max", wire.OpenAI, `{"max_tokens":-1}`, params{}, "must not be negative"},
-		{"bad top_p", wire.OpenAI, `{"top_p":2}`, params{}, "top_p"},
-		{"bad temperature", wire.OpenAI, `{"temperature":-1}`, params{}, "temperature"},
-		{"not json", wire.OpenAI, `{`, params{}, "request"},
-		{"anthropic", wire.Anthropic, `{"max_tokens":100,"top_k":5,"stop_sequences":["\n\nHuman:"],"thinking":{"type":"enabled","budget_tokens":1024}}`,
+		{"openai stop list", apiformat.OpenAI, `{"stop":["a","","b"]}`, params{stop: []string{"a", "b"}}, ""},
+		{"openai stop null", apiformat.OpenAI, `{"stop":null,"max_tokens":7}`, params{maxTokens: 7}, ""},
+		{"bad stop", apiformat.OpenAI, `{"stop":5}`, params{}, "stop must be"},
+		{"negative max", apiformat.OpenAI, `{"max_tokens":-1}`, params{}, "must not be negative"},
+		{"bad top_p", apiformat.OpenAI, `{"top_p":2}`, params{}, "top_p"},
+		{"bad temperature", apiformat.OpenAI, `{"temperature":-1}`, params{}, "temperature"},
+		{"not json", apiformat.OpenAI, `{`, params{}, "request"},
+		{"anthropic", apiformat.Anthropic, `{"max_tokens":100,"top_k":5,"stop_sequences":["\n\nHuman:"],"thinking":{"type":"enabled","budget_tokens":1024}}`,
 			params{maxTokens: 100, stop: []string{"\n\nHuman:"}, usageChunk: true}, ""},
 	}
 	for _, tc := range tests {
@@ -51,11 +51,11 @@ func TestReadParams(t *testing.T) {
 			}
 		})
 	}
-	p, _ := readParams(wire.Anthropic, []byte(`{"top_k":5,"thinking":{"type":"disabled"}}`))
+	p, _ := readParams(apiformat.Anthropic, []byte(`{"top_k":5,"thinking":{"type":"disabled"}}`))
 	if p.topK == nil || *p.topK != 5 || p.thinking == nil || *p.thinking {
 		t.Fatalf("anthropic top_k/thinking: %+v", p)
 	}
-	p, _ = readParams(wire.OpenAI, []byte(`{"chat_template_kwargs":{"enable_thinking":false}}`))
+	p, _ = readParams(apiformat.OpenAI, []byte(`{"chat_template_kwargs":{"enable_thinking":false}}`))
 	if p.thinking == nil || *p.thinking {
 		t.Fatalf("enable_thinking: %+v", p)
 	}
@@ -65,9 +65,9 @@ func FuzzReadParams(f *testing.F) {
 	f.Add(true, `{"max_tokens":5,"stop":["x"],"temperature":1}`)
 	f.Add(false, `{"stop_sequences":["a"],"thinking":{"type":"enabled"}}`)
 	f.Fuzz(func(t *testing.T, openai bool, body string) {
-		api := wire.Anthropic
+		api := apiformat.Anthropic
 		if openai {
-			api = wire.OpenAI
+			api = apiformat.OpenAI
 		}
 		p, err := readParams(api, []byte(body))
 		if err != nil {

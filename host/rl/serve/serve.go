@@ -23,12 +23,12 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
 	"github.com/metaclaw-go/metaclaw/host/rl/chattemplate"
 	"github.com/metaclaw-go/metaclaw/host/rl/prompt"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 )
 
 // Defaults apply when a request does not say (rl.sample_*).
@@ -250,7 +250,7 @@ func samplerStatus(err error) int {
 
 // fail sends the turn to llm.* when falling back is allowed, else answers
 // with the error in the upstream's format.
-func (r *Responder) fail(api wire.API, status int, err error) (*http.Response, error) {
+func (r *Responder) fail(api apiformat.API, status int, err error) (*http.Response, error) {
 	r.noteError(err.Error())
 	if r.o.Fallback {
 		r.fallbacks.Add(1)

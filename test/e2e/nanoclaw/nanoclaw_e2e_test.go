@@ -28,9 +28,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
-	"github.com/metaclaw-go/metaclaw/host/wire"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
@@ -86,7 +86,7 @@ func TestNanoClawEngineWithHooks(t *testing.T) {
 	t.Cleanup(up.Close)
 	h := plugintest.Start(t, mcHome)
 	px, err := proxy.New(proxy.Options{
-		Core: h.Core, Log: zerolog.Nop(), UpstreamAPI: wire.Anthropic, UpstreamBase: up.URL + "/v1", UpstreamKey: "sk-ant-up",
+		Core: h.Core, Log: zerolog.Nop(), UpstreamAPI: apiformat.Anthropic, UpstreamBase: up.URL + "/v1", UpstreamKey: "sk-ant-up",
 		UpstreamTimeout: 60 * time.Second, ResolveTrace: h.RPC.ResolveTrace, APIKey: e2eProxyKey, // as a default install: a key is required
 	})
 	if err != nil {

@@ -57,8 +57,8 @@ func (h *Host) Close() error {
 	return errors.Join(errs...)
 }
 
-// WireOptions override parts of Wire (tests).
-type WireOptions struct {
+// AssembleOptions override parts of Assemble (tests).
+type AssembleOptions struct {
 	Embedder embed.Embedder
 	LLM      Completer
 	Watch    WatchOptions
@@ -66,10 +66,10 @@ type WireOptions struct {
 	EvolverTimeout time.Duration
 }
 
-// Wire opens the library of cfg.Skills.Dir, watches it, registers the
+// Assemble opens the library of cfg.Skills.Dir, watches it, registers the
 // "skills" provider on the core and, with skills.auto_evolve, the evolver
 // (at session end and every skills.evolution_every_n_turns main turns).
-func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger, o WireOptions) (*Host, error) {
+func Assemble(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
 	var closers []io.Closer
 	emb := o.Embedder
 	if emb == nil {

@@ -1,4 +1,4 @@
-package wire
+package apiformat
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ const defaultMaxTokens = 4096
 func AnthropicToOpenAIRequest(body []byte) ([]byte, error) {
 	var in antRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, fmt.Errorf("wire: anthropic request: %w", err)
+		return nil, fmt.Errorf("apiformat: anthropic request: %w", err)
 	}
 	out := oaiRequestOut{
 		Model:       in.Model,
@@ -43,7 +43,7 @@ func AnthropicToOpenAIRequest(body []byte) ([]byte, error) {
 	for i := range in.Messages {
 		out.Messages, err = appendAnthropicMessage(out.Messages, &in.Messages[i])
 		if err != nil {
-			return nil, fmt.Errorf("wire: anthropic request: messages[%d]: %w", i, err)
+			return nil, fmt.Errorf("apiformat: anthropic request: messages[%d]: %w", i, err)
 		}
 	}
 	for i := range in.Tools {
@@ -97,17 +97,17 @@ func anthropicSystemText(raw json.RawMessage) (string, error) {
 	case '"':
 		s, err := jsonString(raw)
 		if err != nil {
-			return "", fmt.Errorf("wire: anthropic request: system: %w", err)
+			return "", fmt.Errorf("apiformat: anthropic request: system: %w", err)
 		}
 		return s, nil
 	case '[':
 		var blocks []antBlock
 		if err := json.Unmarshal(raw, &blocks); err != nil {
-			return "", fmt.Errorf("wire: anthropic request: system: %w", err)
+			return "", fmt.Errorf("apiformat: anthropic request: system: %w", err)
 		}
 		return joinBlockTexts(blocks, "\n\n"), nil
 	default:
-		return "", fmt.Errorf("wire: anthropic request: system must be a string or an array")
+		return "", fmt.Errorf("apiformat: anthropic request: system must be a string or an array")
 	}
 }
 
@@ -317,7 +317,7 @@ func flattenToolResult(b *antBlock) (string, []any, error) {
 func OpenAIToAnthropicRequest(body []byte) ([]byte, error) {
 	var in oaiRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, fmt.Errorf("wire: openai request: %w", err)
+		return nil, fmt.Errorf("apiformat: openai request: %w", err)
 	}
 	out := antRequestOut{
 		Model:       in.Model,
@@ -347,7 +347,7 @@ func OpenAIToAnthropicRequest(body []byte) ([]byte, error) {
 		case "system", "developer":
 			text, err := openAIContentText(m.Content, "\n\n")
 			if err != nil {
-				return nil, fmt.Errorf("wire: openai request: messages[%d]: %w", i, err)
+				return nil, fmt.Errorf("apiformat: openai request: messages[%d]: %w", i, err)
 			}
 			if text != "" {
 				sys = append(sys, text)
@@ -365,10 +365,10 @@ func OpenAIToAnthropicRequest(body []byte) ([]byte, error) {
 		case "function":
 			continue // legacy function-calling; cannot be paired with a tool_use id
 		default:
-			return nil, fmt.Errorf("wire: openai request: messages[%d]: unsupported role %q", i, m.Role)
+			return nil, fmt.Errorf("apiformat: openai request: messages[%d]: unsupported role %q", i, m.Role)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("wire: openai request: messages[%d]: %w", i, err)
+			return nil, fmt.Errorf("apiformat: openai request: messages[%d]: %w", i, err)
 		}
 		if len(blocks) == 0 {
 			continue // Anthropic rejects empty content
@@ -464,7 +464,7 @@ func openAIStop(raw json.RawMessage) ([]string, error) {
 	case '"':
 		s, err := jsonString(raw)
 		if err != nil {
-			return nil, fmt.Errorf("wire: openai request: stop: %w", err)
+			return nil, fmt.Errorf("apiformat: openai request: stop: %w", err)
 		}
 		if s == "" {
 			return nil, nil
@@ -473,7 +473,7 @@ func openAIStop(raw json.RawMessage) ([]string, error) {
 	default:
 		var list []string
 		if err := json.Unmarshal(raw, &list); err != nil {
-			return nil, fmt.Errorf("wire: openai request: stop: %w", err)
+			return nil, fmt.Errorf("apiformat: openai request: stop: %w", err)
 		}
 		return list, nil
 	}

@@ -1,4 +1,4 @@
-package wire
+package apiformat
 
 // API names a wire format: the one a client speaks or the one an upstream speaks.
 type API string

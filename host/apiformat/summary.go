@@ -1,4 +1,4 @@
-package wire
+package apiformat
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ func SummarizeResponse(api API, body []byte) (Summary, error) {
 	case OpenAI:
 		var r oaiResponse
 		if err := json.Unmarshal(body, &r); err != nil {
-			return Summary{}, fmt.Errorf("wire: openai response: %w", err)
+			return Summary{}, fmt.Errorf("apiformat: openai response: %w", err)
 		}
 		s := Summary{ID: r.ID, Model: r.Model}
 		if len(r.Choices) > 0 {
@@ -38,7 +38,7 @@ func SummarizeResponse(api API, body []byte) (Summary, error) {
 	case Anthropic:
 		var r antResponse
 		if err := json.Unmarshal(body, &r); err != nil {
-			return Summary{}, fmt.Errorf("wire: anthropic response: %w", err)
+			return Summary{}, fmt.Errorf("apiformat: anthropic response: %w", err)
 		}
 		s := Summary{ID: r.ID, Model: r.Model, StopReason: string(r.StopReason)}
 		var text, reasoning strings.Builder
@@ -60,7 +60,7 @@ func SummarizeResponse(api API, body []byte) (Summary, error) {
 		}
 		return s, nil
 	}
-	return Summary{}, fmt.Errorf("wire: unknown API %q", api)
+	return Summary{}, fmt.Errorf("apiformat: unknown API %q", api)
 }
 
 // Accumulator builds a Summary from the events of a stream. It never fails:

@@ -1,4 +1,4 @@
-package wire
+package apiformat
 
 import (
 	"encoding/json"
@@ -250,7 +250,7 @@ func TestRequestErrors(t *testing.T) {
 	for _, tc := range cases {
 		if _, err := tc.fn([]byte(tc.in)); err == nil {
 			t.Errorf("%s: want error", tc.name)
-		} else if !strings.HasPrefix(err.Error(), "wire: ") {
+		} else if !strings.HasPrefix(err.Error(), "apiformat: ") {
 			t.Errorf("%s: error %q lacks package prefix", tc.name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-// Package wire translates between the two LLM wire formats the proxy speaks:
+// Package apiformat translates between the two LLM wire formats the proxy speaks:
 // OpenAI Chat Completions (POST /v1/chat/completions) and Anthropic Messages
 // (POST /v1/messages). It covers request bodies, non-streaming responses,
 // streaming events, error bodies, SSE framing, and summaries of responses for
@@ -148,4 +148,4 @@
 // insufficient_quota); other types are kept.
 //
 // OpenAI's "code" is null: a status alone does not say which code is true.
-package wire
+package apiformat

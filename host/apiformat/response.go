@@ -1,4 +1,4 @@
-package wire
+package apiformat
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ var nowUnix = func() int64 { return time.Now().Unix() }
 func OpenAIToAnthropicResponse(body []byte) ([]byte, error) {
 	var in oaiResponse
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, fmt.Errorf("wire: openai response: %w", err)
+		return nil, fmt.Errorf("apiformat: openai response: %w", err)
 	}
 	out := antResponseOut{
 		ID:      in.ID,
@@ -37,7 +37,7 @@ func OpenAIToAnthropicResponse(body []byte) ([]byte, error) {
 		}
 		text, err := openAIContentText(msg.Content, "")
 		if err != nil {
-			return nil, fmt.Errorf("wire: openai response: content: %w", err)
+			return nil, fmt.Errorf("apiformat: openai response: content: %w", err)
 		}
 		if text == "" {
 			text = string(msg.Refusal)
@@ -111,7 +111,7 @@ func openAIFinishReason(stop string, hasTools bool) string {
 func AnthropicToOpenAIResponse(body []byte) ([]byte, error) {
 	var in antResponse
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, fmt.Errorf("wire: anthropic response: %w", err)
+		return nil, fmt.Errorf("apiformat: anthropic response: %w", err)
 	}
 	var text, reasoning strings.Builder
 	var calls []oaiToolCall

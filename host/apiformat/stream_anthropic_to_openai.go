@@ -1,4 +1,4 @@
-package wire
+package apiformat
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func (t *anthropicToOpenAI) Translate(ev Event) ([]Event, error) {
 	}
 	var e antEvent
 	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("wire: anthropic stream event: %w", err)
+		return nil, fmt.Errorf("apiformat: anthropic stream event: %w", err)
 	}
 	typ := e.Type
 	if typ == "" {

@@ -1,4 +1,4 @@
-package wire
+package apiformat
 
 // StreamTranslator turns one upstream stream into the client's format. It is
 // stateful: use one per response, from one goroutine.

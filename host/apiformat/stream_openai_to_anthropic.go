@@ -1,4 +1,4 @@
-package wire
+package apiformat
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func (t *openAIToAnthropic) Translate(ev Event) ([]Event, error) {
 	}
 	var c oaiChunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("wire: openai stream chunk: %w", err)
+		return nil, fmt.Errorf("apiformat: openai stream chunk: %w", err)
 	}
 	if !isNullOrEmpty(c.Error) {
 		t.done = true
@@ -76,7 +76,7 @@ func (t *openAIToAnthropic) Translate(ev Event) ([]Event, error) {
 		if jsonKind(d.Content) == '"' {
 			s, err := jsonString(d.Content)
 			if err != nil {
-				return nil, fmt.Errorf("wire: openai stream chunk: %w", err)
+				return nil, fmt.Errorf("apiformat: openai stream chunk: %w", err)
 			}
 			out = t.appendText(out, blockText, s)
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
-// WireOptions adjust Wire (tests, and the sidecar key).
-type WireOptions struct {
+// AssembleOptions adjust Assemble (tests, and the sidecar key).
+type AssembleOptions struct {
 	Now       func() time.Time
 	Extractor Extractor      // overrides memory.extractor
 	Embedder  embed.Embedder // overrides the HTTP embedder of memory.use_embeddings
@@ -28,7 +28,7 @@ type WireOptions struct {
 	FlushTimeout time.Duration
 }
 
-// Host is the memory layer wired into a host.
+// Host is the memory layer assembled into a host.
 type Host struct {
 	Store    *Store
 	Ingester *Ingester
@@ -39,11 +39,11 @@ type Host struct {
 	log      zerolog.Logger
 }
 
-// Wire builds the memory layer from the config and registers it on the core:
+// Assemble builds the memory layer from the config and registers it on the core:
 // the provider (local store, or the remote of memory.sidecar_url), the turn
 // listener and jobs (unless memory.manual_trigger or auto_extract off), and
 // the HTTP routes.
-func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger, o WireOptions) (*Host, error) {
+func Assemble(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
 	m := cfg.Memory
 	if !m.Enabled {
 		return &Host{Routes: []proxy.Route{{Pattern: "/v1/memory/", Handler: func(w http.ResponseWriter, _ *http.Request) {
@@ -108,7 +108,7 @@ func Wire(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Cor
 }
 
 // OptionsFromConfig maps memory.* onto store options (extractor, embedder).
-func OptionsFromConfig(cfg *config.Config, st *store.SQLite, log zerolog.Logger, o WireOptions) Options {
+func OptionsFromConfig(cfg *config.Config, st *store.SQLite, log zerolog.Logger, o AssembleOptions) Options {
 	m := cfg.Memory
 	if m.StandingTopK == 0 {
 		m.StandingTopK = -1 // memory.standing_top_k: 0 turns the standing section off
@@ -142,7 +142,7 @@ func OptionsFromConfig(cfg *config.Config, st *store.SQLite, log zerolog.Logger,
 
 // NewLocalIngester is the ingester the CLI uses when no host runs: this
 // store's turns into this store, or into memory.sidecar_url when set.
-func NewLocalIngester(cfg *config.Config, st *store.SQLite, s *Store, o WireOptions) (*Ingester, error) {
+func NewLocalIngester(cfg *config.Config, st *store.SQLite, s *Store, o AssembleOptions) (*Ingester, error) {
 	var sink Sink = s
 	if cfg.Memory.SidecarURL != "" {
 		key := o.SidecarKey

@@ -1,4 +1,4 @@
-package wire
+package apiformat
 
 import (
 	"bufio"
@@ -28,7 +28,7 @@ const (
 )
 
 // ErrTooLong is returned by SSEReader.Next when a line or an event exceeds the limits.
-var ErrTooLong = errors.New("wire: SSE line or event too long")
+var ErrTooLong = errors.New("apiformat: SSE line or event too long")
 
 // SSEReader reads server-sent events. It follows the WHATWG parsing rules
 // for lines ending in "\n" or "\r\n" (a lone "\r" is not a line end: no LLM
