@@ -232,9 +232,17 @@ func (w *world) turn(agent, session, message string) (string, map[string]any, ti
 	if w.gateway == nil {
 		args = append([]string{"agent", "--local"}, args[1:]...)
 	}
+	n0 := len(w.up.requests())
 	start := time.Now()
 	out, errOut, err := w.oc(8*time.Minute, args...)
 	took := time.Since(start)
+	if reqs := w.since(n0); len(reqs) > 0 {
+		// Where a turn's time goes: before the model call (OpenClaw starting,
+		// the proxy) and after the last one (OpenClaw finishing, exiting).
+		w.t.Logf("TIMING %s/%s: %v in all; first upstream request after %v, last one %v before the end (%d requests)",
+			agent, session, took.Round(time.Millisecond), reqs[0].At.Sub(start).Round(time.Millisecond),
+			start.Add(took).Sub(reqs[len(reqs)-1].At).Round(time.Millisecond), len(reqs))
+	}
 	if err != nil {
 		w.t.Fatalf("turn %s/%s %q: %v\nstdout: %s\nstderr: %s\n%s", agent, session, message, err, tail(out, 3000), tail(errOut, 4000), w.gatewayLog())
 	}
