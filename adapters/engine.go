@@ -93,7 +93,10 @@ func (e *Engine) Plan(a Adapter, req *Request, configOverride string) (*Plan, *M
 	return p, active, nil
 }
 
-// Wire shows and applies the plan for one client.
+// Wire shows and applies the plan for one client: it shows the changes,
+// asks, backs up the originals, writes and verifies every file (putting all
+// back on a failure), records the manifest, runs the setup commands and
+// restarts the client.
 func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverride string, o WireOptions) error {
 	p, active, err := e.Plan(a, req, configOverride)
 	if err != nil {
@@ -111,18 +114,9 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 	if err != nil {
 		return err
 	}
-	setupHash := hashCommands(p.Setup)
-	if p.SetupKey != "" {
-		setupHash = sum([]byte(p.SetupKey))
-	}
-	runSetup := len(p.Setup) > 0 && (active == nil || active.SetupHash != setupHash)
+	setupHash, runSetup := setupToRun(p, active)
 
-	d := p.Detection
-	fmt.Fprintf(w, "%s %s (%s)", a.Name(), d.Version, d.ConfigPath)
-	if len(p.Agents) > 0 {
-		fmt.Fprintf(w, ", agent %s", strings.Join(p.Agents, ", "))
-	}
-	fmt.Fprintf(w, ", via %s\n", p.Via)
+	e.showTarget(a.Name(), p)
 	if len(changes) == 0 && !runSetup {
 		fmt.Fprintf(w, "already wired: nothing to change\n")
 		for _, n := range p.Notes {
@@ -131,22 +125,7 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		return nil
 	}
 	mask := masker(req.ProxyKey)
-	for _, c := range changes {
-		fmt.Fprint(w, mask(diffOf(c)))
-	}
-	if runSetup {
-		for _, c := range p.Setup {
-			fmt.Fprintf(w, "will run: %s\n", mask(c.String()))
-		}
-	}
-	if !o.NoRestart {
-		for _, c := range p.Restart {
-			fmt.Fprintf(w, "will run: %s\n", c.String())
-		}
-	}
-	for _, n := range p.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
+	e.showChanges(p, changes, runSetup, mask, o.NoRestart)
 	if o.DryRun {
 		fmt.Fprintf(w, "dry run: nothing was changed\n")
 		return nil
@@ -157,19 +136,95 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		}
 	}
 
+	m, err := e.backUp(a.Name(), p, active, changes, o.Force)
+	if err != nil {
+		return err
+	}
+	if err := e.writeChanges(m, changes); err != nil {
+		return err
+	}
+	if err := m.recordWritten(p); err != nil {
+		return err
+	}
+	if runSetup {
+		if err := e.runSetup(ctx, a.Name(), m, p, active, setupHash, mask); err != nil {
+			return err
+		}
+	}
+	if err := m.save(); err != nil {
+		return err
+	}
+	if !o.NoRestart {
+		e.restart(ctx, p.Restart)
+		e.reload(ctx, a)
+	}
+	fmt.Fprintf(w, "%s wired; undo with `metaclaw unwire %s`\n", a.Name(), a.Name())
+	return nil
+}
+
+// setupToRun is the hash of the plan's setup commands (or of its SetupKey)
+// and whether they must run: this wiring has not run them yet, or they
+// changed since.
+func setupToRun(p *Plan, active *Manifest) (hash string, run bool) {
+	hash = hashCommands(p.Setup)
+	if p.SetupKey != "" {
+		hash = sum([]byte(p.SetupKey))
+	}
+	return hash, len(p.Setup) > 0 && (active == nil || active.SetupHash != hash)
+}
+
+// showTarget prints which client, config file, agents and route the plan is for.
+func (e *Engine) showTarget(client string, p *Plan) {
+	w := e.out()
+	d := p.Detection
+	fmt.Fprintf(w, "%s %s (%s)", client, d.Version, d.ConfigPath)
+	if len(p.Agents) > 0 {
+		fmt.Fprintf(w, ", agent %s", strings.Join(p.Agents, ", "))
+	}
+	fmt.Fprintf(w, ", via %s\n", p.Via)
+}
+
+// showChanges prints the diff of every change, the commands that will run
+// and the plan's notes, with the proxy key masked.
+func (e *Engine) showChanges(p *Plan, changes []change, runSetup bool, mask func(string) string, noRestart bool) {
+	w := e.out()
+	for _, c := range changes {
+		fmt.Fprint(w, mask(diffOf(c)))
+	}
+	if runSetup {
+		for _, c := range p.Setup {
+			fmt.Fprintf(w, "will run: %s\n", mask(c.String()))
+		}
+	}
+	if !noRestart {
+		for _, c := range p.Restart {
+			fmt.Fprintf(w, "will run: %s\n", c.String())
+		}
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+// backUp readies the manifest before anything is written: the active one or
+// a new backup folder; with force, the edited versions of wired files saved
+// aside; the originals of files touched for the first time copied; the
+// manifest saved with the plan's details.
+func (e *Engine) backUp(client string, p *Plan, active *Manifest, changes []change, force bool) (*Manifest, error) {
+	w := e.out()
 	m := active
 	now := e.Env.Now().UTC()
 	if m == nil {
-		dir, err := newBackupDir(e.backupRoot(a.Name()), now)
+		dir, err := newBackupDir(e.backupRoot(client), now)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		m = &Manifest{Format: 1, Client: a.Name(), State: "wired", CreatedAt: now, dir: dir}
+		m = &Manifest{Format: 1, Client: client, State: "wired", CreatedAt: now, dir: dir}
 	}
-	if o.Force && active != nil {
+	if force && active != nil {
 		if ed, _ := edited(active); len(ed) > 0 {
 			if err := saveReplaced(m, ed); err != nil {
-				return err
+				return nil, err
 			}
 			fmt.Fprintf(w, "saved the edited versions under %s\n", filepath.Join(m.dir, "replaced"))
 		}
@@ -181,17 +236,25 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		}
 		mf, err := backupOriginal(m, c.path, c.before, c.fc)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		m.Files = append(m.Files, mf)
 	}
+	d := p.Detection
 	m.UpdatedAt, m.Metaclaw, m.ClientVersion, m.ConfigPath = now, e.Version, d.Version, d.ConfigPath
 	m.Agents, m.Via, m.URLs, m.Sandbox, m.Expect, m.Restart = p.Agents, p.Via, p.URLs, p.Sandbox, p.Expect, p.Restart
 	if err := m.save(); err != nil { // the originals are safe before anything is written
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(w, "backup: %s\n", m.dir)
+	return m, nil
+}
 
+// writeChanges writes (or restores, or removes) every changed file and
+// verifies it; on the first failure every file written in this run is put
+// back. Directories it creates are recorded in m.
+func (e *Engine) writeChanges(m *Manifest, changes []change) error {
+	w := e.out()
 	done := []change{}
 	rollback := func(cause error) error {
 		for i := len(done) - 1; i >= 0; i-- {
@@ -237,7 +300,13 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 			fmt.Fprintf(w, "wrote %s\n", c.path)
 		}
 	}
-	// Record what was written; drop files that are back to their originals.
+	return nil
+}
+
+// recordWritten records what was written (the hash of each planned file as
+// it is now) and drops files that are back to their originals, and the
+// directories metaclaw created that no longer hold a planned file.
+func (m *Manifest) recordWritten(p *Plan) error {
 	planned := map[string]*FileChange{}
 	for _, fc := range p.Files {
 		path := filepath.Clean(fc.Path)
@@ -260,7 +329,6 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		keep = append(keep, f)
 	}
 	m.Files = keep
-	// Directories metaclaw created that no longer hold a planned file go too.
 	var dirs []string
 	for i := len(m.Dirs) - 1; i >= 0; i-- {
 		d := m.Dirs[i]
@@ -276,37 +344,36 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		dirs = append([]string{d}, dirs...)
 	}
 	m.Dirs = dirs
-	if runSetup {
-		if active == nil || len(m.Undo) == 0 {
-			for _, c := range p.Setup {
-				if c.Undo != nil {
-					m.Undo = append(m.Undo, *c.Undo)
-				}
-			}
-		}
+	return nil
+}
+
+// runSetup runs the plan's setup commands (recording their undo commands
+// on the first wiring) and records setupHash once they succeeded. An
+// optional command that fails is a warning; any other failure is an error
+// that says how to retry or undo.
+func (e *Engine) runSetup(ctx context.Context, client string, m *Manifest, p *Plan, active *Manifest, setupHash string, mask func(string) string) error {
+	w := e.out()
+	if active == nil || len(m.Undo) == 0 {
 		for _, c := range p.Setup {
-			fmt.Fprintf(w, "running: %s\n", mask(c.String()))
-			if _, stderr, err := e.Env.Runner.Run(ctx, c.Name, c.Args...); err != nil {
-				if c.Optional {
-					fmt.Fprintf(w, "warning: %s failed: %v %s\n", c.Name, err, strings.TrimSpace(stderr))
-					continue
-				}
-				m.SetupHash = ""
-				_ = m.save()
-				return fmt.Errorf("%s failed: %w: %s\nthe files are wired and backed up; fix the problem and run `metaclaw wire %s` again, or `metaclaw unwire %s`",
-					mask(c.String()), err, strings.TrimSpace(stderr), a.Name(), a.Name())
+			if c.Undo != nil {
+				m.Undo = append(m.Undo, *c.Undo)
 			}
 		}
-		m.SetupHash = setupHash
 	}
-	if err := m.save(); err != nil {
-		return err
+	for _, c := range p.Setup {
+		fmt.Fprintf(w, "running: %s\n", mask(c.String()))
+		if _, stderr, err := e.Env.Runner.Run(ctx, c.Name, c.Args...); err != nil {
+			if c.Optional {
+				fmt.Fprintf(w, "warning: %s failed: %v %s\n", c.Name, err, strings.TrimSpace(stderr))
+				continue
+			}
+			m.SetupHash = ""
+			_ = m.save()
+			return fmt.Errorf("%s failed: %w: %s\nthe files are wired and backed up; fix the problem and run `metaclaw wire %s` again, or `metaclaw unwire %s`",
+				mask(c.String()), err, strings.TrimSpace(stderr), client, client)
+		}
 	}
-	if !o.NoRestart {
-		e.restart(ctx, p.Restart)
-		e.reload(ctx, a)
-	}
-	fmt.Fprintf(w, "%s wired; undo with `metaclaw unwire %s`\n", a.Name(), a.Name())
+	m.SetupHash = setupHash
 	return nil
 }
 
