@@ -3,8 +3,6 @@ package adapters
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,14 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
-	"time"
-
-	"github.com/pelletier/go-toml/v2"
-	"github.com/titanous/json5"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/metaclaw-go/metaclaw/adapters/internal/edit"
 )
@@ -41,204 +32,11 @@ type WireOptions struct {
 	NoRestart bool
 }
 
-// Manifest records one wiring of one client: what was changed and how to
-// undo it. It lives in $METACLAW_HOME/backups/<client>/<timestamp>/manifest.json
-// next to the original bytes of every file.
-type Manifest struct {
-	Format        int               `json:"format"`
-	Client        string            `json:"client"`
-	State         string            `json:"state"` // wired | unwired
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
-	UnwiredAt     *time.Time        `json:"unwired_at,omitempty"`
-	Metaclaw      string            `json:"metaclaw_version,omitempty"`
-	ClientVersion string            `json:"client_version,omitempty"`
-	ConfigPath    string            `json:"config_path,omitempty"`
-	Agents        []string          `json:"agents"`
-	Via           Via               `json:"via"`
-	URLs          map[string]string `json:"urls,omitempty"`
-	Sandbox       bool              `json:"sandbox,omitempty"`
-	Files         []*ManifestFile   `json:"files"`
-	Dirs          []string          `json:"created_dirs,omitempty"`
-	SetupHash     string            `json:"setup_hash,omitempty"`
-	Undo          []Command         `json:"undo,omitempty"`
-	Restart       []Command         `json:"restart,omitempty"`
-	Expect        []Expect          `json:"expect,omitempty"`
-
-	dir string
-}
-
-// ManifestFile is one file metaclaw changed.
-type ManifestFile struct {
-	Path           string `json:"path"`
-	Existed        bool   `json:"existed"`
-	Mode           uint32 `json:"mode,omitempty"`
-	Original       string `json:"original,omitempty"` // file in the backup dir
-	OriginalSHA256 string `json:"original_sha256,omitempty"`
-	WrittenSHA256  string `json:"written_sha256"`
-	Owned          bool   `json:"owned,omitempty"`
-	Link           string `json:"link,omitempty"`          // metaclaw wrote a symlink to this target
-	OriginalLink   string `json:"original_link,omitempty"` // the original was a symlink to this target
-	Format         string `json:"format,omitempty"`
-}
-
-// Dir is the backup directory of the manifest.
-func (m *Manifest) Dir() string { return m.dir }
-
 func (e *Engine) out() io.Writer {
 	if e.Out == nil {
 		return io.Discard
 	}
 	return e.Out
-}
-
-func (e *Engine) backupRoot(client string) string {
-	return filepath.Join(e.Env.MetaclawHome, "backups", client)
-}
-
-// Active returns the manifest of the current wiring of client, or nil.
-func (e *Engine) Active(client string) (*Manifest, error) {
-	root := e.backupRoot(client)
-	ents, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(ents))
-	for _, d := range ents {
-		if d.IsDir() {
-			names = append(names, d.Name())
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(names)))
-	for _, n := range names {
-		m, err := readManifest(filepath.Join(root, n))
-		if err != nil {
-			continue
-		}
-		if m.State == "wired" {
-			return m, nil
-		}
-	}
-	return nil, nil
-}
-
-// Wired lists the manifests of every wired client.
-func (e *Engine) Wired() ([]*Manifest, error) {
-	ents, err := os.ReadDir(filepath.Join(e.Env.MetaclawHome, "backups"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []*Manifest
-	for _, d := range ents {
-		if !d.IsDir() {
-			continue
-		}
-		m, err := e.Active(d.Name())
-		if err != nil {
-			return nil, err
-		}
-		if m != nil {
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
-func readManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		return nil, err
-	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "manifest.json"), err)
-	}
-	m.dir = dir
-	return &m, nil
-}
-
-func (m *Manifest) save() error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	return WriteAtomic(filepath.Join(m.dir, "manifest.json"), append(b, '\n'), 0o600)
-}
-
-func (m *Manifest) file(path string) *ManifestFile {
-	for _, f := range m.Files {
-		if f.Path == path {
-			return f
-		}
-	}
-	return nil
-}
-
-// original returns the bytes of f before wiring (nil if it did not exist);
-// an original symlink reads as "link:<target>", like current.
-func (m *Manifest) original(f *ManifestFile) ([]byte, error) {
-	if !f.Existed {
-		return nil, nil
-	}
-	if f.OriginalLink != "" {
-		return []byte("link:" + f.OriginalLink), nil
-	}
-	return os.ReadFile(filepath.Join(m.dir, f.Original))
-}
-
-// restoreFile puts f's original back.
-func (m *Manifest) restoreFile(f *ManifestFile) error {
-	if f.OriginalLink != "" {
-		return apply(f.Path, nil, 0, f.OriginalLink)
-	}
-	orig, err := m.original(f)
-	if err != nil {
-		return err
-	}
-	return apply(f.Path, orig, fs.FileMode(f.Mode), "")
-}
-
-// realPath resolves a symlinked config file to its target, so a dotfile
-// manager's link stays a link.
-func realPath(p string) string {
-	p = filepath.Clean(p)
-	if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-		if t, err := filepath.EvalSymlinks(p); err == nil {
-			return t
-		}
-	}
-	return p
-}
-
-// current reads what is on disk now (nil, nil when absent); a symlink reads
-// as "link:<target>".
-func current(path string) ([]byte, error) {
-	if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-		t, err := os.Readlink(path)
-		if err != nil {
-			return nil, err
-		}
-		return []byte("link:" + t), nil
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return b, err
-}
-
-func sum(b []byte) string {
-	if b == nil {
-		return ""
-	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
 }
 
 // change is one file's transition in this run.
@@ -249,48 +47,6 @@ type change struct {
 	after   []byte      // target (nil: remove)
 	fc      *FileChange
 	restore *ManifestFile // restoring an original (file no longer in the plan)
-}
-
-// Edited describes wired files that changed on disk since metaclaw wrote them.
-type EditedError struct {
-	Client string
-	Files  []string
-	Verb   string // wire | unwire
-	Dir    string
-}
-
-func (e *EditedError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: these files changed after metaclaw wired them (by you or by %s itself):\n", e.Client, e.Client)
-	for _, f := range e.Files {
-		fmt.Fprintf(&b, "  %s\n", f)
-	}
-	if e.Verb == "unwire" {
-		fmt.Fprintf(&b, "unwiring restores each file exactly as it was before wiring (kept in %s), which would drop those later changes.\n", e.Dir)
-		fmt.Fprintf(&b, "Review them, then run `metaclaw unwire %s --force`: the current versions are saved under %s/replaced/ first.", e.Client, e.Dir)
-	} else {
-		fmt.Fprintf(&b, "re-wiring rebuilds each file from its version before wiring (kept in %s), which would drop those later changes.\n", e.Dir)
-		fmt.Fprintf(&b, "Review them, then run `metaclaw wire %s --force` (the current versions are saved under %s/replaced/ first), or `metaclaw unwire %s --force` to undo the wiring.", e.Client, e.Dir, e.Client)
-	}
-	return b.String()
-}
-
-// edited lists manifest files whose content on disk is not what metaclaw wrote.
-func edited(m *Manifest) ([]string, error) {
-	var out []string
-	for _, f := range m.Files {
-		if f.Owned {
-			continue
-		}
-		cur, err := current(f.Path)
-		if err != nil {
-			return nil, err
-		}
-		if sum(cur) != f.WrittenSHA256 {
-			out = append(out, f.Path)
-		}
-	}
-	return out, nil
 }
 
 // Plan detects the client and computes the plan against the pre-wiring view.
@@ -337,7 +93,10 @@ func (e *Engine) Plan(a Adapter, req *Request, configOverride string) (*Plan, *M
 	return p, active, nil
 }
 
-// Wire shows and applies the plan for one client.
+// Wire shows and applies the plan for one client: it shows the changes,
+// asks, backs up the originals, writes and verifies every file (putting all
+// back on a failure), records the manifest, runs the setup commands and
+// restarts the client.
 func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverride string, o WireOptions) error {
 	p, active, err := e.Plan(a, req, configOverride)
 	if err != nil {
@@ -355,18 +114,9 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 	if err != nil {
 		return err
 	}
-	setupHash := hashCommands(p.Setup)
-	if p.SetupKey != "" {
-		setupHash = sum([]byte(p.SetupKey))
-	}
-	runSetup := len(p.Setup) > 0 && (active == nil || active.SetupHash != setupHash)
+	setupHash, runSetup := setupToRun(p, active)
 
-	d := p.Detection
-	fmt.Fprintf(w, "%s %s (%s)", a.Name(), d.Version, d.ConfigPath)
-	if len(p.Agents) > 0 {
-		fmt.Fprintf(w, ", agent %s", strings.Join(p.Agents, ", "))
-	}
-	fmt.Fprintf(w, ", via %s\n", p.Via)
+	e.showTarget(a.Name(), p)
 	if len(changes) == 0 && !runSetup {
 		fmt.Fprintf(w, "already wired: nothing to change\n")
 		for _, n := range p.Notes {
@@ -375,22 +125,7 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		return nil
 	}
 	mask := masker(req.ProxyKey)
-	for _, c := range changes {
-		fmt.Fprint(w, mask(diffOf(c)))
-	}
-	if runSetup {
-		for _, c := range p.Setup {
-			fmt.Fprintf(w, "will run: %s\n", mask(c.String()))
-		}
-	}
-	if !o.NoRestart {
-		for _, c := range p.Restart {
-			fmt.Fprintf(w, "will run: %s\n", c.String())
-		}
-	}
-	for _, n := range p.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
+	e.showChanges(p, changes, runSetup, mask, o.NoRestart)
 	if o.DryRun {
 		fmt.Fprintf(w, "dry run: nothing was changed\n")
 		return nil
@@ -401,19 +136,95 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		}
 	}
 
+	m, err := e.backUp(a.Name(), p, active, changes, o.Force)
+	if err != nil {
+		return err
+	}
+	if err := e.writeChanges(m, changes); err != nil {
+		return err
+	}
+	if err := m.recordWritten(p); err != nil {
+		return err
+	}
+	if runSetup {
+		if err := e.runSetup(ctx, a.Name(), m, p, active, setupHash, mask); err != nil {
+			return err
+		}
+	}
+	if err := m.save(); err != nil {
+		return err
+	}
+	if !o.NoRestart {
+		e.restart(ctx, p.Restart)
+		e.reload(ctx, a)
+	}
+	fmt.Fprintf(w, "%s wired; undo with `metaclaw unwire %s`\n", a.Name(), a.Name())
+	return nil
+}
+
+// setupToRun is the hash of the plan's setup commands (or of its SetupKey)
+// and whether they must run: this wiring has not run them yet, or they
+// changed since.
+func setupToRun(p *Plan, active *Manifest) (hash string, run bool) {
+	hash = hashCommands(p.Setup)
+	if p.SetupKey != "" {
+		hash = sum([]byte(p.SetupKey))
+	}
+	return hash, len(p.Setup) > 0 && (active == nil || active.SetupHash != hash)
+}
+
+// showTarget prints which client, config file, agents and route the plan is for.
+func (e *Engine) showTarget(client string, p *Plan) {
+	w := e.out()
+	d := p.Detection
+	fmt.Fprintf(w, "%s %s (%s)", client, d.Version, d.ConfigPath)
+	if len(p.Agents) > 0 {
+		fmt.Fprintf(w, ", agent %s", strings.Join(p.Agents, ", "))
+	}
+	fmt.Fprintf(w, ", via %s\n", p.Via)
+}
+
+// showChanges prints the diff of every change, the commands that will run
+// and the plan's notes, with the proxy key masked.
+func (e *Engine) showChanges(p *Plan, changes []change, runSetup bool, mask func(string) string, noRestart bool) {
+	w := e.out()
+	for _, c := range changes {
+		fmt.Fprint(w, mask(diffOf(c)))
+	}
+	if runSetup {
+		for _, c := range p.Setup {
+			fmt.Fprintf(w, "will run: %s\n", mask(c.String()))
+		}
+	}
+	if !noRestart {
+		for _, c := range p.Restart {
+			fmt.Fprintf(w, "will run: %s\n", c.String())
+		}
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+// backUp readies the manifest before anything is written: the active one or
+// a new backup folder; with force, the edited versions of wired files saved
+// aside; the originals of files touched for the first time copied; the
+// manifest saved with the plan's details.
+func (e *Engine) backUp(client string, p *Plan, active *Manifest, changes []change, force bool) (*Manifest, error) {
+	w := e.out()
 	m := active
 	now := e.Env.Now().UTC()
 	if m == nil {
-		dir, err := newBackupDir(e.backupRoot(a.Name()), now)
+		dir, err := newBackupDir(e.backupRoot(client), now)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		m = &Manifest{Format: 1, Client: a.Name(), State: "wired", CreatedAt: now, dir: dir}
+		m = &Manifest{Format: 1, Client: client, State: "wired", CreatedAt: now, dir: dir}
 	}
-	if o.Force && active != nil {
+	if force && active != nil {
 		if ed, _ := edited(active); len(ed) > 0 {
 			if err := saveReplaced(m, ed); err != nil {
-				return err
+				return nil, err
 			}
 			fmt.Fprintf(w, "saved the edited versions under %s\n", filepath.Join(m.dir, "replaced"))
 		}
@@ -425,17 +236,25 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		}
 		mf, err := backupOriginal(m, c.path, c.before, c.fc)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		m.Files = append(m.Files, mf)
 	}
+	d := p.Detection
 	m.UpdatedAt, m.Metaclaw, m.ClientVersion, m.ConfigPath = now, e.Version, d.Version, d.ConfigPath
 	m.Agents, m.Via, m.URLs, m.Sandbox, m.Expect, m.Restart = p.Agents, p.Via, p.URLs, p.Sandbox, p.Expect, p.Restart
 	if err := m.save(); err != nil { // the originals are safe before anything is written
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(w, "backup: %s\n", m.dir)
+	return m, nil
+}
 
+// writeChanges writes (or restores, or removes) every changed file and
+// verifies it; on the first failure every file written in this run is put
+// back. Directories it creates are recorded in m.
+func (e *Engine) writeChanges(m *Manifest, changes []change) error {
+	w := e.out()
 	done := []change{}
 	rollback := func(cause error) error {
 		for i := len(done) - 1; i >= 0; i-- {
@@ -481,7 +300,13 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 			fmt.Fprintf(w, "wrote %s\n", c.path)
 		}
 	}
-	// Record what was written; drop files that are back to their originals.
+	return nil
+}
+
+// recordWritten records what was written (the hash of each planned file as
+// it is now) and drops files that are back to their originals, and the
+// directories metaclaw created that no longer hold a planned file.
+func (m *Manifest) recordWritten(p *Plan) error {
 	planned := map[string]*FileChange{}
 	for _, fc := range p.Files {
 		path := filepath.Clean(fc.Path)
@@ -504,7 +329,6 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		keep = append(keep, f)
 	}
 	m.Files = keep
-	// Directories metaclaw created that no longer hold a planned file go too.
 	var dirs []string
 	for i := len(m.Dirs) - 1; i >= 0; i-- {
 		d := m.Dirs[i]
@@ -520,37 +344,36 @@ func (e *Engine) Wire(ctx context.Context, a Adapter, req *Request, configOverri
 		dirs = append([]string{d}, dirs...)
 	}
 	m.Dirs = dirs
-	if runSetup {
-		if active == nil || len(m.Undo) == 0 {
-			for _, c := range p.Setup {
-				if c.Undo != nil {
-					m.Undo = append(m.Undo, *c.Undo)
-				}
-			}
-		}
+	return nil
+}
+
+// runSetup runs the plan's setup commands (recording their undo commands
+// on the first wiring) and records setupHash once they succeeded. An
+// optional command that fails is a warning; any other failure is an error
+// that says how to retry or undo.
+func (e *Engine) runSetup(ctx context.Context, client string, m *Manifest, p *Plan, active *Manifest, setupHash string, mask func(string) string) error {
+	w := e.out()
+	if active == nil || len(m.Undo) == 0 {
 		for _, c := range p.Setup {
-			fmt.Fprintf(w, "running: %s\n", mask(c.String()))
-			if _, stderr, err := e.Env.Runner.Run(ctx, c.Name, c.Args...); err != nil {
-				if c.Optional {
-					fmt.Fprintf(w, "warning: %s failed: %v %s\n", c.Name, err, strings.TrimSpace(stderr))
-					continue
-				}
-				m.SetupHash = ""
-				_ = m.save()
-				return fmt.Errorf("%s failed: %w: %s\nthe files are wired and backed up; fix the problem and run `metaclaw wire %s` again, or `metaclaw unwire %s`",
-					mask(c.String()), err, strings.TrimSpace(stderr), a.Name(), a.Name())
+			if c.Undo != nil {
+				m.Undo = append(m.Undo, *c.Undo)
 			}
 		}
-		m.SetupHash = setupHash
 	}
-	if err := m.save(); err != nil {
-		return err
+	for _, c := range p.Setup {
+		fmt.Fprintf(w, "running: %s\n", mask(c.String()))
+		if _, stderr, err := e.Env.Runner.Run(ctx, c.Name, c.Args...); err != nil {
+			if c.Optional {
+				fmt.Fprintf(w, "warning: %s failed: %v %s\n", c.Name, err, strings.TrimSpace(stderr))
+				continue
+			}
+			m.SetupHash = ""
+			_ = m.save()
+			return fmt.Errorf("%s failed: %w: %s\nthe files are wired and backed up; fix the problem and run `metaclaw wire %s` again, or `metaclaw unwire %s`",
+				mask(c.String()), err, strings.TrimSpace(stderr), client, client)
+		}
 	}
-	if !o.NoRestart {
-		e.restart(ctx, p.Restart)
-		e.reload(ctx, a)
-	}
-	fmt.Fprintf(w, "%s wired; undo with `metaclaw unwire %s`\n", a.Name(), a.Name())
+	m.SetupHash = setupHash
 	return nil
 }
 
@@ -670,127 +493,6 @@ func hashCommands(cmds []Command) string {
 	return sum(b)
 }
 
-func newBackupDir(root string, now time.Time) (string, error) {
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return "", err
-	}
-	base := now.Format("20060102T150405Z")
-	for i := 0; ; i++ {
-		name := base
-		if i > 0 {
-			name = fmt.Sprintf("%s-%d", base, i+1)
-		}
-		dir := filepath.Join(root, name)
-		if err := os.Mkdir(dir, 0o700); err == nil {
-			return dir, nil
-		} else if !errors.Is(err, fs.ErrExist) {
-			return "", err
-		}
-	}
-}
-
-func backupOriginal(m *Manifest, path string, before []byte, fc *FileChange) (*ManifestFile, error) {
-	mf := &ManifestFile{Path: path, Existed: before != nil}
-	if fc != nil {
-		mf.Owned, mf.Link, mf.Format = fc.Owned, fc.Link, fc.Format
-	}
-	if before == nil {
-		return mf, nil
-	}
-	if st, err := os.Lstat(path); err == nil {
-		mf.Mode = uint32(st.Mode().Perm())
-		if st.Mode()&fs.ModeSymlink != 0 {
-			// a symlink we replace with ours: keep its target
-			mf.OriginalLink = strings.TrimPrefix(string(before), "link:")
-			mf.OriginalSHA256 = sum(before)
-			return mf, nil
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(m.dir, "files"), 0o700); err != nil {
-		return nil, err
-	}
-	name := fmt.Sprintf("files/%03d-%s", len(m.Files)+1, filepath.Base(path))
-	if err := WriteAtomic(filepath.Join(m.dir, name), before, 0o600); err != nil {
-		return nil, err
-	}
-	mf.Original, mf.OriginalSHA256 = name, sum(before)
-	return mf, nil
-}
-
-func saveReplaced(m *Manifest, paths []string) error {
-	dir := filepath.Join(m.dir, "replaced", time.Now().UTC().Format("20060102T150405Z"))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	for i, p := range paths {
-		b, err := current(p)
-		if err != nil || b == nil {
-			continue
-		}
-		if err := WriteAtomic(filepath.Join(dir, fmt.Sprintf("%03d-%s", i+1, filepath.Base(p))), b, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// mkdirs creates dir and returns the directories it created, outermost first.
-func mkdirs(dir string) ([]string, error) {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if len(missing) == 0 {
-		return nil, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	slices.Reverse(missing)
-	return missing, nil
-}
-
-func appendNew(list []string, items ...string) []string {
-	for _, it := range items {
-		if !slices.Contains(list, it) {
-			list = append(list, it)
-		}
-	}
-	return list
-}
-
-// apply puts content (nil: remove) at path.
-func apply(path string, content []byte, mode fs.FileMode, link string) error {
-	if link != "" {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return os.Symlink(link, path)
-	}
-	if content == nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	if mode == 0 {
-		mode = 0o644
-	}
-	if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-		// do not write through a symlink we are restoring from a plain file
-		if t, err := filepath.EvalSymlinks(path); err == nil {
-			return WriteAtomic(t, content, mode)
-		}
-	}
-	return WriteAtomic(path, content, mode)
-}
-
 // WriteAtomic replaces path with data: a temp file in the same directory,
 // fsync, chmod, rename, fsync of the directory.
 func WriteAtomic(path string, data []byte, mode fs.FileMode) (err error) {
@@ -824,182 +526,6 @@ func WriteAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 		_ = d.Sync()
 		_ = d.Close()
 	}
-	return nil
-}
-
-// verifyWritten re-reads a written file and parses it in its format.
-func verifyWritten(path string, fc *FileChange) error {
-	if fc.Link != "" {
-		t, err := os.Readlink(path)
-		if err != nil || t != fc.Link {
-			return fmt.Errorf("verify %s: the symlink does not point at %s", path, fc.Link)
-		}
-		return nil
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("verify %s: %w", path, err)
-	}
-	if string(got) != string(fc.After) {
-		return fmt.Errorf("verify %s: the file does not hold what was written", path)
-	}
-	if err := ParseFormat(fc.Format, got); err != nil {
-		return fmt.Errorf("verify %s: %w", path, err)
-	}
-	return nil
-}
-
-// ParseFormat checks that b parses as format.
-func ParseFormat(format string, b []byte) error {
-	var v any
-	switch format {
-	case "json":
-		if !json.Valid(b) {
-			return errors.New("not valid JSON")
-		}
-	case "json5":
-		return json5.Unmarshal(b, &v)
-	case "toml":
-		return toml.Unmarshal(b, &v)
-	case "yaml":
-		return yaml.Unmarshal(b, &v)
-	case "env":
-		_, err := edit.ParseEnv(b)
-		return err
-	}
-	return nil
-}
-
-// Decode parses b in format into a generic tree.
-func Decode(format string, b []byte) (any, error) {
-	var v any
-	var err error
-	switch format {
-	case "json", "json5":
-		err = json5.Unmarshal(b, &v)
-	case "toml":
-		var m map[string]any
-		err = toml.Unmarshal(b, &m)
-		v = m
-	case "yaml":
-		err = yaml.Unmarshal(b, &v)
-	case "env":
-		var e *edit.Env
-		e, err = edit.ParseEnv(b)
-		if err == nil {
-			v = e
-		}
-	default:
-		return nil, fmt.Errorf("unknown format %q", format)
-	}
-	return v, err
-}
-
-// UnwireOptions are the flags of `metaclaw unwire`.
-type UnwireOptions struct {
-	DryRun    bool
-	Force     bool
-	NoRestart bool
-}
-
-// ErrNotWired is returned when a client has no active wiring.
-var ErrNotWired = errors.New("not wired")
-
-// Unwire restores every file of the active wiring byte for byte and runs
-// the undo commands.
-func (e *Engine) Unwire(ctx context.Context, a Adapter, o UnwireOptions) error {
-	client := a.Name()
-	m, err := e.Active(client)
-	if err != nil {
-		return err
-	}
-	w := e.out()
-	if m == nil {
-		return fmt.Errorf("%w: %s has no wiring recorded under %s", ErrNotWired, client, e.backupRoot(client))
-	}
-	ed, err := edited(m)
-	if err != nil {
-		return err
-	}
-	if len(ed) > 0 && !o.Force {
-		return &EditedError{Client: client, Files: ed, Verb: "unwire", Dir: m.dir}
-	}
-	type step struct {
-		f      *ManifestFile
-		cur    []byte
-		orig   []byte
-		change bool
-	}
-	var steps []step
-	for _, f := range m.Files {
-		orig, err := m.original(f)
-		if err != nil {
-			return fmt.Errorf("%s: the backup of %s is missing: %w", client, f.Path, err)
-		}
-		cur, err := current(f.Path)
-		if err != nil {
-			return err
-		}
-		ch := !(string(cur) == string(orig) && (cur == nil) == (orig == nil))
-		steps = append(steps, step{f, cur, orig, ch})
-		if ch {
-			fmt.Fprint(w, edit.Diff(f.Path+" (wired)", f.Path, cur, orig))
-		}
-	}
-	for i := len(m.Undo) - 1; i >= 0; i-- {
-		fmt.Fprintf(w, "will run: %s\n", m.Undo[i].String())
-	}
-	if o.DryRun {
-		fmt.Fprintf(w, "dry run: nothing was changed\n")
-		return nil
-	}
-	if len(ed) > 0 {
-		if err := saveReplaced(m, ed); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "saved the edited versions under %s\n", filepath.Join(m.dir, "replaced"))
-	}
-	for _, s := range steps {
-		if !s.change {
-			continue
-		}
-		if err := m.restoreFile(s.f); err != nil {
-			return fmt.Errorf("restore %s: %w (the original is in %s)", s.f.Path, err, m.dir)
-		}
-		got, err := current(s.f.Path)
-		if err != nil || sum(got) != sum(s.orig) {
-			return fmt.Errorf("restore %s: the file does not match the backup after writing (the original is in %s)", s.f.Path, m.dir)
-		}
-		if s.orig == nil {
-			fmt.Fprintf(w, "removed %s\n", s.f.Path)
-		} else {
-			fmt.Fprintf(w, "restored %s\n", s.f.Path)
-		}
-	}
-	for i := len(m.Dirs) - 1; i >= 0; i-- {
-		_ = os.Remove(m.Dirs[i]) // only when empty
-	}
-	var failed []string
-	for i := len(m.Undo) - 1; i >= 0; i-- {
-		c := m.Undo[i]
-		fmt.Fprintf(w, "running: %s\n", c.String())
-		if _, stderr, err := e.Env.Runner.Run(ctx, c.Name, c.Args...); err != nil {
-			failed = append(failed, fmt.Sprintf("`%s`: %v %s", c.String(), err, strings.TrimSpace(firstLine(stderr))))
-		}
-	}
-	now := e.Env.Now().UTC()
-	m.State, m.UnwiredAt, m.UpdatedAt = "unwired", &now, now
-	if err := m.save(); err != nil {
-		return err
-	}
-	if !o.NoRestart {
-		e.restart(ctx, m.Restart)
-		e.reload(ctx, a)
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%s: files restored, but these commands failed; run them yourself:\n  %s", client, strings.Join(failed, "\n  "))
-	}
-	fmt.Fprintf(w, "%s unwired: every file is back to its version before wiring\n", client)
 	return nil
 }
 

@@ -12,7 +12,62 @@ import (
 
 var ourTeam = regexp.MustCompile(`(?i)\bour (team|company|org|organi[sz]ation)\b`)
 
-var pronounWord = regexp.MustCompile(`(?i)\b(i'm|i am|i've|i have|i'd|i'll|i was|i|my|mine|me|myself|we're|we are|we've|we have|we'd|we'll|we were|we|our|ours|us|ourselves|you're|you are|you've|you have|you'll|you'd|your|yours|yourself|you)\b`)
+// pronounTable is the rewrite table: a first- or second-person word (lower case)
+// and its third-person replacement. subject marks the bare subjects whose
+// following verb must agree ("we use" → "the team uses"); the contracted
+// forms carry their verb already. The order is the match order: a longer
+// form comes before its prefix ("i am" before "i", "you're" before "you").
+var pronounTable = []struct {
+	word, repl string
+	subject    bool
+}{
+	{"i'm", "the user is", false},
+	{"i am", "the user is", false},
+	{"i've", "the user has", false},
+	{"i have", "the user has", false},
+	{"i'd", "the user would", false},
+	{"i'll", "the user will", false},
+	{"i was", "the user was", false},
+	{"i", "the user", true},
+	{"my", "the user's", false},
+	{"mine", "the user's", false},
+	{"me", "the user", false},
+	{"myself", "the user", false},
+	{"we're", "the team is", false},
+	{"we are", "the team is", false},
+	{"we've", "the team has", false},
+	{"we have", "the team has", false},
+	{"we'd", "the team would", false},
+	{"we'll", "the team will", false},
+	{"we were", "the team was", false},
+	{"we", "the team", true},
+	{"our", "the team's", false},
+	{"ours", "the team's", false},
+	{"us", "the team", false},
+	{"ourselves", "the team", false},
+	{"you're", "the assistant is", false},
+	{"you are", "the assistant is", false},
+	{"you've", "the assistant has", false},
+	{"you have", "the assistant has", false},
+	{"you'll", "the assistant will", false},
+	{"you'd", "the assistant would", false},
+	{"your", "the assistant's", false},
+	{"yours", "the assistant's", false},
+	{"yourself", "the assistant", false},
+	{"you", "the assistant", true},
+}
+
+// pronounWord finds the words of pronounTable, in the table's order;
+// pronounIndex looks a found word up.
+var pronounWord, pronounIndex = func() (*regexp.Regexp, map[string]int) {
+	words := make([]string, len(pronounTable))
+	index := make(map[string]int, len(pronounTable))
+	for i, p := range pronounTable {
+		words[i] = regexp.QuoteMeta(p.word)
+		index[p.word] = i
+	}
+	return regexp.MustCompile(`(?i)\b(` + strings.Join(words, "|") + `)\b`), index
+}()
 
 // rewrite turns first- and second-person words into third person ("my" →
 // "the user's", "we" → "the team", "you" → "the assistant") and fixes the
@@ -49,54 +104,11 @@ func rewrite(s string) string {
 	return b.String()
 }
 
+// pronounFor is w's replacement and whether it is a subject; a word not in
+// the table comes back unchanged.
 func pronounFor(w string) (string, bool) {
-	switch w {
-	case "i":
-		return "the user", true
-	case "i'm", "i am":
-		return "the user is", false
-	case "i've", "i have":
-		return "the user has", false
-	case "i'd":
-		return "the user would", false
-	case "i'll":
-		return "the user will", false
-	case "i was":
-		return "the user was", false
-	case "my", "mine":
-		return "the user's", false
-	case "me", "myself":
-		return "the user", false
-	case "we":
-		return "the team", true
-	case "we're", "we are":
-		return "the team is", false
-	case "we've", "we have":
-		return "the team has", false
-	case "we'd":
-		return "the team would", false
-	case "we'll":
-		return "the team will", false
-	case "we were":
-		return "the team was", false
-	case "our", "ours":
-		return "the team's", false
-	case "us", "ourselves":
-		return "the team", false
-	case "you":
-		return "the assistant", true
-	case "you're", "you are":
-		return "the assistant is", false
-	case "you've", "you have":
-		return "the assistant has", false
-	case "you'll":
-		return "the assistant will", false
-	case "you'd":
-		return "the assistant would", false
-	case "your", "yours":
-		return "the assistant's", false
-	case "yourself":
-		return "the assistant", false
+	if i, ok := pronounIndex[w]; ok {
+		return pronounTable[i].repl, pronounTable[i].subject
 	}
 	return w, false
 }
