@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -127,7 +128,8 @@ func TestActivityPageInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.KeyEvent("4"), chromedp.WaitVisible("#training")); err != nil {
 		t.Fatal(err)
 	}
-	state, _ := chromedp.Run(ctx, chromedp.Text("#training-state"))
+	// The tab fills its state line after its fetch answers: wait for it.
+	state, _ := chromedp.Run(ctx, chromedp.Poll[string](`document.querySelector("#training-state").textContent || false`, chromedp.WithPollingTimeout(time.Minute)))
 	if !strings.Contains(state, "not running on this host") {
 		t.Fatalf("training tab without RL: %q", state)
 	}
