@@ -12,6 +12,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/rpc"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -32,7 +33,7 @@ func TestBlockCorrelationWithoutTraceID(t *testing.T) {
 	provider := &plugintest.Provider{}
 	th := testhost.Start(t, testhost.Options{
 		UpstreamAPI: apiformat.Anthropic,
-		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
+		Setup: func(c *core.Core, st *store.SQLite) []route.Route {
 			c.AddProvider(provider)
 			srv = rpc.New(rpc.Options{Core: c, Log: zerolog.Nop()})
 			if err := srv.Listen(protocol.SocketPath(home)); err != nil {

@@ -11,11 +11,13 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,7 +25,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/metaclaw-go/metaclaw/host/daemon"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 )
 
@@ -229,31 +230,51 @@ func (h *Host) startOnce() <-chan struct{} {
 	return done
 }
 
-// startAndWait starts the detached host and waits until it serves.
+// startAndWait runs `metaclaw start` (which detaches the host and returns
+// once /healthz answers, or at once when a host already runs) and waits for
+// the socket. The host is started by exec, not in process, so that the stdio
+// side links none of the host's packages (store, memory, skills, RL).
 func startAndWait(ctx context.Context, home string) error {
-	timeout := 20 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
 	}
-	_, err := daemon.Start(daemon.StartOptions{Home: home, Timeout: timeout})
-	var already *daemon.AlreadyRunningError
-	if errors.As(err, &already) {
-		// Another process is starting or runs it: give its socket a moment.
-		waitSocket(ctx, protocol.SocketPath(home), 5*time.Second)
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, "start")
+	cmd.Env = append(os.Environ(), "METACLAW_HOME="+home)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// The detached host gets its own stdio from `start`; this bounds the
+	// wait should anything still hold the pipe.
+	cmd.WaitDelay = time.Second
+	runErr := cmd.Run()
+	// A host another process started meanwhile serves as well as ours.
+	if waitSocket(ctx, protocol.SocketPath(home), 5*time.Second) {
 		return nil
 	}
-	if err != nil {
-		return err
+	if runErr != nil {
+		return fmt.Errorf("metaclaw start: %w: %s", runErr, lastLines(out.String(), 5))
 	}
-	waitSocket(ctx, protocol.SocketPath(home), 5*time.Second)
-	return nil
+	return fmt.Errorf("metaclaw start returned but %s did not appear", protocol.SocketPath(home))
 }
 
-func waitSocket(ctx context.Context, path string, d time.Duration) {
+// lastLines keeps the end of a command's output for an error message.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "; ")
+}
+
+// waitSocket reports whether the host's socket exists within d.
+func waitSocket(ctx context.Context, path string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	for {
 		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return
+			return true
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

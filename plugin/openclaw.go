@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
-	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/host/usertext"
 )
 
 // OpenClaw hook methods served by `plugin serve --client openclaw`. Params
@@ -178,7 +178,7 @@ func (m ocMessage) text() string {
 
 // cleanUser is the user's own words of a stored OpenClaw message: without
 // the timestamp, metadata blocks and runtime line OpenClaw wraps them in.
-func cleanUser(s string) string { return transcript.Clean(s) }
+func cleanUser(s string) string { return usertext.Clean(s) }
 
 func (o *openclaw) routes(m *protocol.Mux) {
 	m.Handle(MethodOCBeforePromptBuild, o.hook(o.beforePromptBuild))

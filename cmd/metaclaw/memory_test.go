@@ -19,7 +19,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/daemon"
 	"github.com/metaclaw-go/metaclaw/host/memory"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
@@ -189,7 +189,7 @@ func TestMemoryCLIFlushAsksTheRunningHost(t *testing.T) {
 	c := newMemCLI(t)
 	cfg := config.Default(c.home)
 	var mem *memory.Host
-	h := testhost.Start(t, testhost.Options{Dir: c.home, Setup: func(co *core.Core, st *store.SQLite) []proxy.Route {
+	h := testhost.Start(t, testhost.Options{Dir: c.home, Setup: func(co *core.Core, st *store.SQLite) []route.Route {
 		m, err := memory.Assemble(context.Background(), cfg, st, co, zerolog.Nop(), memory.AssembleOptions{})
 		if err != nil {
 			t.Fatal(err)

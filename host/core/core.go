@@ -23,16 +23,16 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 )
 
-// Markers delimit the injected block. They are stable so that a request that
-// already carries the block (hook path and proxy path on one client) is not
-// injected twice, and so extraction can strip it before learning.
+// Markers delimit the injected block (defined in host/block, which the
+// client side can link without the core).
 const (
-	BeginMarker = "<metaclaw_context>"
-	EndMarker   = "</metaclaw_context>"
+	BeginMarker = block.Begin
+	EndMarker   = block.End
 )
 
 // Turn types: side turns (heartbeat, cron, maintenance) are served and
@@ -361,34 +361,8 @@ func FindBlock(text string) string {
 }
 
 // Strip removes every injected block from text (so the layer never learns
-// from its own output). Unterminated blocks are cut to the end.
-func Strip(text string) string {
-	for {
-		i := strings.Index(text, BeginMarker)
-		if i < 0 {
-			return text
-		}
-		j := strings.Index(text[i:], EndMarker)
-		if j < 0 {
-			return strings.TrimRight(text[:i], " \n")
-		}
-		end := i + j + len(EndMarker)
-		// The text on either side stays apart: a block between two
-		// paragraphs must not glue their words together.
-		before, after := strings.TrimRight(text[:i], " \n"), strings.TrimLeft(text[end:], " \n")
-		switch {
-		case strings.TrimSpace(before) == "":
-			text = after
-		case strings.TrimSpace(after) == "":
-			text = before
-		default:
-			text = before + "\n\n" + after
-		}
-		if strings.TrimSpace(text) == "" {
-			return ""
-		}
-	}
-}
+// from its own output); see block.Strip.
+func Strip(text string) string { return block.Strip(text) }
 
 // SessionEnd is the payload of the jobs enqueued when a session ends.
 type SessionEnd struct {

@@ -106,24 +106,6 @@ func TestContextRendersProvidersAndFailsOpen(t *testing.T) {
 	}
 }
 
-func TestStrip(t *testing.T) {
-	block := Render([]Section{{Title: "Skills", Body: "x"}}).Block
-	tests := []struct{ in, want string }{
-		{"plain", "plain"},
-		{"system prompt\n\n" + block, "system prompt"},
-		{block + "\nafter", "after"},
-		{"a " + block + "\n\nb " + block, "a\n\nb"},
-		{"[Mon 2026-11-30 03:16 UTC] " + block + "\n\nHello", "[Mon 2026-11-30 03:16 UTC]\n\nHello"},
-		{"x " + BeginMarker + " unterminated", "x"},
-		{block, ""},
-	}
-	for _, tt := range tests {
-		if got := Strip(tt.in); got != tt.want {
-			t.Errorf("Strip(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestScopeKey(t *testing.T) {
 	tests := []struct {
 		s    Scope

@@ -11,7 +11,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/embed"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
 )
@@ -21,15 +21,15 @@ import (
 // The closer, if any, runs at shutdown after the proxy has stopped.
 // emb is the embedder shared by skills and memory (plugins.embedder), or nil
 // for each to use its own default.
-type part func(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]proxy.Route, io.Closer, error)
+type part func(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error)
 
 // learningParts lists the components the host runs, in injection order.
 var learningParts = []part{setupSkills, setupMemory}
 
 // setupLearning runs every part; a part that fails to start is logged and
 // skipped, so the proxy still serves (fail open).
-func setupLearning(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]proxy.Route, io.Closer) {
-	var routes []proxy.Route
+func setupLearning(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]route.Route, io.Closer) {
+	var routes []route.Route
 	var closers multiCloser
 	emb, ec := sharedEmbedder(ctx, cfg, log)
 	if ec != nil {

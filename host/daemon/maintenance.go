@@ -33,7 +33,7 @@ func PruneOptions(cfg *config.Config, now time.Time) (o store.PruneOptions, ok b
 
 // maintain applies retention and returns freed pages to the file system in
 // the background until the returned stop is called.
-func maintain(cfg *config.Config, st *store.SQLite, log zerolog.Logger) (stop func()) {
+func maintain(cfg *config.Config, st store.Upkeep, log zerolog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -60,7 +60,7 @@ func maintain(cfg *config.Config, st *store.SQLite, log zerolog.Logger) (stop fu
 
 // upkeep is one round: prune, then an incremental vacuum. It returns
 // whether the hint about an old database has been logged.
-func upkeep(ctx context.Context, cfg *config.Config, st *store.SQLite, log zerolog.Logger, hinted bool) bool {
+func upkeep(ctx context.Context, cfg *config.Config, st store.Upkeep, log zerolog.Logger, hinted bool) bool {
 	if o, ok := PruneOptions(cfg, time.Now()); ok {
 		rep, err := st.Prune(ctx, o)
 		switch {

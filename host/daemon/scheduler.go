@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/scheduler"
 	"github.com/metaclaw-go/metaclaw/host/scheduler/assemble"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -28,7 +28,7 @@ type hostScheduler struct {
 	stop func()
 }
 
-func startScheduler(ctx context.Context, cfg *config.Config, st *store.SQLite, log zerolog.Logger, trainer scheduler.Trainer) *hostScheduler {
+func startScheduler(ctx context.Context, cfg *config.Config, st store.Tables, log zerolog.Logger, trainer scheduler.Trainer) *hostScheduler {
 	on, why := assemble.Active(cfg)
 	if !on {
 		return &hostScheduler{off: why, stop: func() {}}
@@ -54,19 +54,15 @@ func startScheduler(ctx context.Context, cfg *config.Config, st *store.SQLite, l
 }
 
 // routes is the scheduler API (metaclaw scheduler … while the host runs).
-func (h *hostScheduler) routes() []proxy.Route {
+func (h *hostScheduler) routes() []route.Route {
 	if h.s == nil {
 		off := scheduler.Off(h.off)
-		return []proxy.Route{{Pattern: "GET /v1/scheduler", Handler: func(w http.ResponseWriter, r *http.Request) {
+		return []route.Route{{Pattern: "GET /v1/scheduler", Handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			writeJSONTo(w, off)
 		}}}
 	}
-	var out []proxy.Route
-	for _, r := range h.s.Routes() {
-		out = append(out, proxy.Route{Pattern: r.Pattern, Handler: r.Handler})
-	}
-	return out
+	return h.s.Routes()
 }
 
 // wrap lets each request of the user close an open window (never blocking it).

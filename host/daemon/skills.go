@@ -9,7 +9,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/embed"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/skills"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
@@ -18,7 +18,7 @@ import (
 // the "skills" context provider, the watcher that re-indexes SKILL.md edits
 // (the returned closer stops it), the evolver when skills.auto_evolve, and
 // the read-only /v1/skills routes.
-func setupSkills(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]proxy.Route, io.Closer, error) {
+func setupSkills(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error) {
 	if !cfg.Skills.Enabled {
 		return nil, nil, nil
 	}
@@ -26,9 +26,5 @@ func setupSkills(ctx context.Context, cfg *config.Config, st *store.SQLite, c *c
 	if err != nil {
 		return nil, nil, err
 	}
-	routes := make([]proxy.Route, 0, len(h.Routes))
-	for _, r := range h.Routes {
-		routes = append(routes, proxy.Route{Pattern: r.Pattern, Handler: r.Handler})
-	}
-	return routes, h, nil
+	return h.Routes, h, nil
 }

@@ -10,12 +10,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
 	"github.com/metaclaw-go/metaclaw/host/rl/connect"
 	rlruntime "github.com/metaclaw-go/metaclaw/host/rl/runtime"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/rl/train"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/scheduler"
 	"github.com/metaclaw-go/metaclaw/host/scheduler/assemble"
 	"github.com/metaclaw-go/metaclaw/host/skills"
@@ -36,7 +36,7 @@ type hostTraining struct {
 	off  string      // why there is no loop
 }
 
-func newTraining(cfg *config.Config, st *store.SQLite, log zerolog.Logger) *hostTraining {
+func newTraining(cfg *config.Config, st store.Tables, log zerolog.Logger) *hostTraining {
 	if !rlruntime.Active(cfg) {
 		return &hostTraining{off: "mode " + cfg.Mode + " does not train"}
 	}
@@ -85,10 +85,10 @@ func (h *hostTraining) trainer() scheduler.Trainer {
 	return h.loop
 }
 
-func (h *hostTraining) routes() []proxy.Route {
+func (h *hostTraining) routes() []route.Route {
 	if h.loop == nil {
 		off := train.Status{State: "off", Reason: h.off}
-		return []proxy.Route{{Pattern: "GET /v1/rl/training", Handler: func(w http.ResponseWriter, r *http.Request) {
+		return []route.Route{{Pattern: "GET /v1/rl/training", Handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			writeJSONTo(w, off)
 		}}}

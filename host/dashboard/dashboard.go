@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
@@ -23,7 +23,7 @@ var static embed.FS
 
 // Public returns the page's routes (no data; served without auth so the
 // browser can load it and then ask for the key when the proxy has one).
-func Public() []proxy.Route {
+func Public() []route.Route {
 	sub, _ := fs.Sub(static, "static")
 	files := http.FileServer(http.FS(sub))
 	page := func(w http.ResponseWriter, r *http.Request) {
@@ -32,15 +32,15 @@ func Public() []proxy.Route {
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		http.StripPrefix("/ui", files).ServeHTTP(w, r)
 	}
-	return []proxy.Route{
+	return []route.Route{
 		{Pattern: "GET /ui", Handler: func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusFound) }},
 		{Pattern: "GET /ui/", Handler: page},
 	}
 }
 
 // Routes returns the dashboard's data routes (behind the proxy's auth).
-func Routes(st store.Store, c *core.Core) []proxy.Route {
-	return []proxy.Route{
+func Routes(st store.Store, c *core.Core) []route.Route {
+	return []route.Route{
 		{Pattern: "GET /v1/activity", Handler: func(w http.ResponseWriter, r *http.Request) {
 			days, _ := strconv.Atoi(r.URL.Query().Get("days"))
 			if days <= 0 || days > 366 {

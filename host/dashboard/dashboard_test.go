@@ -14,13 +14,14 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/dashboard"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
 )
 
 func startHost(t *testing.T, key string) *testhost.Host {
 	return testhost.Start(t, testhost.Options{
-		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route { return dashboard.Routes(st, c) },
+		Setup: func(c *core.Core, st *store.SQLite) []route.Route { return dashboard.Routes(st, c) },
 		Mutate: func(o *proxy.Options) {
 			o.APIKey = key
 			o.PublicRoutes = dashboard.Public()

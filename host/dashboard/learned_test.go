@@ -17,6 +17,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/dashboard"
 	"github.com/metaclaw-go/metaclaw/host/memory"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/skills"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
@@ -60,7 +61,7 @@ func TestLearnedPagesInBrowser(t *testing.T) {
 	var mem *memory.Host
 	h := testhost.Start(t, testhost.Options{
 		Dir: dir,
-		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
+		Setup: func(c *core.Core, st *store.SQLite) []route.Route {
 			sh, err := skills.Assemble(context.Background(), cfg, st, c, zerolog.Nop(), skills.AssembleOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -73,11 +74,7 @@ func TestLearnedPagesInBrowser(t *testing.T) {
 			}
 			t.Cleanup(func() { mh.Close() })
 			mem = mh
-			var routes []proxy.Route
-			for _, r := range sh.Routes {
-				routes = append(routes, proxy.Route{Pattern: r.Pattern, Handler: r.Handler})
-			}
-			routes = append(routes, mh.Routes...)
+			routes := append(append([]route.Route(nil), sh.Routes...), mh.Routes...)
 			return append(routes, dashboard.Routes(st, c)...)
 		},
 		Mutate: func(o *proxy.Options) { o.PublicRoutes = dashboard.Public(); o.LoopbackOnly = true },

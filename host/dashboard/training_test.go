@@ -19,6 +19,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rl/connect"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/rl/train"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
@@ -40,7 +41,7 @@ func TestTrainingTabInBrowser(t *testing.T) {
 	var loop *train.Loop
 	var ss *samples.Store
 	h := testhost.Start(t, testhost.Options{
-		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
+		Setup: func(c *core.Core, st *store.SQLite) []route.Route {
 			ss = samples.New(st.Writer(), st.Reader())
 			loop = train.New(train.Options{Config: cfg, Samples: ss, Steps: train.NewStore(st.Writer(), st.Reader()), Log: zerolog.Nop(), Poll: 20 * time.Millisecond,
 				Generation: func(context.Context) (int64, error) { return 0, nil }})

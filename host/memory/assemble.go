@@ -13,7 +13,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/llm"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
@@ -33,7 +33,7 @@ type Host struct {
 	Store    *Store
 	Ingester *Ingester
 	Remote   *Remote // set with memory.sidecar_url
-	Routes   []proxy.Route
+	Routes   []route.Route
 	manual   bool
 	timeout  time.Duration
 	log      zerolog.Logger
@@ -46,7 +46,7 @@ type Host struct {
 func Assemble(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
 	m := cfg.Memory
 	if !m.Enabled {
-		return &Host{Routes: []proxy.Route{{Pattern: "/v1/memory/", Handler: func(w http.ResponseWriter, _ *http.Request) {
+		return &Host{Routes: []route.Route{{Pattern: "/v1/memory/", Handler: func(w http.ResponseWriter, _ *http.Request) {
 			WriteError(w, http.StatusServiceUnavailable, "memory is disabled on this host (memory.enabled: false)")
 		}}}}, nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
 )
@@ -104,7 +105,7 @@ func startWithKey(t testing.TB, cfg *config.Config, wo AssembleOptions, dir stri
 				o.APIKey = key
 			}
 		},
-		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
+		Setup: func(c *core.Core, st *store.SQLite) []route.Route {
 			h, err := Assemble(context.Background(), cfg, st, c, zerolog.Nop(), wo)
 			if err != nil {
 				t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 )
 
 // API serves the memory HTTP routes (behind the proxy's auth, each also
@@ -34,8 +34,8 @@ type API struct {
 }
 
 // Routes returns the endpoints.
-func (a *API) Routes() []proxy.Route {
-	return []proxy.Route{
+func (a *API) Routes() []route.Route {
+	return []route.Route{
 		{Pattern: "GET /v1/memory/search", Handler: a.search},
 		{Pattern: "POST /v1/memory/search", Handler: a.search},
 		{Pattern: "POST /v1/memory/retrieve", Handler: a.retrieve},

@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/version"
 )
 
@@ -171,7 +171,7 @@ func (r *Remote) Counts(ctx context.Context) map[string]int {
 // to the remote, except POST /v1/memory/ingest without turns, which ingests
 // this host's recorded turns into the remote: as a durable job on jobs
 // (202, see ingestjob.go), or now with ?wait=1 or no jobs.
-func (r *Remote) ForwardRoutes(in *Ingester, jobs JobQueue) []proxy.Route {
+func (r *Remote) ForwardRoutes(in *Ingester, jobs JobQueue) []route.Route {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(r.base)
@@ -218,13 +218,13 @@ func (r *Remote) ForwardRoutes(in *Ingester, jobs JobQueue) []proxy.Route {
 		}
 		writeJSON(w, res)
 	}
-	routes := []proxy.Route{{Pattern: "POST /v1/memory/ingest", Handler: ingest},
+	routes := []route.Route{{Pattern: "POST /v1/memory/ingest", Handler: ingest},
 		{Pattern: "GET /v1/memory/ingest/{id}", Handler: (&API{Store: r.local}).ingestJob}}
 	for _, p := range []string{"GET /v1/memory/search", "POST /v1/memory/search", "POST /v1/memory/retrieve", "POST /v1/memory/store",
 		"POST /v1/memory/forget", "GET /v1/memory/status", "GET /v1/memory/health", "GET /v1/memory/stats",
 		"POST /v1/memory/buffer_turn", "POST /v1/memory/flush_session", "GET /v1/memory/list", "GET /v1/memory/{id}", "PATCH /v1/memory/{id}",
 		"GET /v1/memory/refused", "DELETE /v1/memory/refused/{id}"} {
-		routes = append(routes, proxy.Route{Pattern: p, Handler: forward})
+		routes = append(routes, route.Route{Pattern: p, Handler: forward})
 	}
 	return routes
 }

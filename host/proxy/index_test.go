@@ -8,6 +8,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 )
 
 // TestUnknownPathListsEveryRoute: GET / (or any unknown path) answers 404
@@ -16,8 +17,8 @@ import (
 func TestUnknownPathListsEveryRoute(t *testing.T) {
 	noop := func(http.ResponseWriter, *http.Request) {}
 	h := newHarness(t, apiformat.OpenAI, func(o *proxy.Options) {
-		o.Routes = []proxy.Route{{Pattern: "GET /v1/skills", Handler: noop}, {Pattern: "POST /v1/memory/search", Handler: noop}}
-		o.PublicRoutes = []proxy.Route{{Pattern: "GET /ui/", Handler: noop}}
+		o.Routes = []route.Route{{Pattern: "GET /v1/skills", Handler: noop}, {Pattern: "POST /v1/memory/search", Handler: noop}}
+		o.PublicRoutes = []route.Route{{Pattern: "GET /ui/", Handler: noop}}
 	})
 	for _, path := range []string{"/", "/nope"} {
 		resp, err := http.Get(h.proxy.URL + path)

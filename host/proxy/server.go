@@ -22,6 +22,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 	"github.com/metaclaw-go/metaclaw/host/version"
@@ -69,13 +70,13 @@ type Options struct {
 	Transport http.RoundTripper
 	// Routes are extra endpoints served behind the proxy's auth (memory API,
 	// dashboard API), each also under /a/<agent-id>/.
-	Routes []Route
+	Routes []route.Route
 	// LoopbackOnly says the proxy listens on a loopback address: requests
 	// must then name a loopback host (DNS-rebinding protection).
 	LoopbackOnly bool
 	// PublicRoutes are served without auth (the dashboard's static page,
 	// which holds no data: its data calls go through Routes).
-	PublicRoutes []Route
+	PublicRoutes []route.Route
 	// ResolveTrace correlates a request with a client hook: given the trace
 	// id of the request's W3C traceparent, it returns the agent, session and
 	// turn type the hook registered (host/rpc trace.register). They fill in
@@ -98,13 +99,6 @@ type Options struct {
 
 // DefaultMaxAnswerBytes is proxy.max_answer_mb's default.
 const DefaultMaxAnswerBytes = 16 << 20
-
-// Route is an extra endpoint. Pattern is a ServeMux pattern such as
-// "GET /v1/memory/search"; the handler can read r.PathValue("agent").
-type Route struct {
-	Pattern string
-	Handler http.HandlerFunc
-}
 
 // Server serves the proxy's routes.
 type Server struct {

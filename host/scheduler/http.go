@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/route"
 )
 
 // TouchOnRequests calls s.Touch for every LLM request of the user (POST
@@ -32,12 +34,6 @@ type Reloader interface {
 	Reload()
 }
 
-// Route is one endpoint of the scheduler's API.
-type Route struct {
-	Pattern string
-	Handler http.HandlerFunc
-}
-
 // PauseRequest is the body of POST /v1/scheduler/pause.
 type PauseRequest struct {
 	ForSeconds float64   `json:"for_seconds,omitempty"` // 0 with no until: until resumed
@@ -54,8 +50,8 @@ type NextWindowAnswer struct {
 
 // Routes is the scheduler's API behind the proxy's auth (the CLI uses it
 // while a host runs).
-func (s *Scheduler) Routes() []Route {
-	return []Route{
+func (s *Scheduler) Routes() []route.Route {
+	return []route.Route{
 		{Pattern: "GET /v1/scheduler", Handler: func(w http.ResponseWriter, r *http.Request) {
 			n, _ := strconv.Atoi(r.URL.Query().Get("transitions"))
 			if n <= 0 || n > 500 {

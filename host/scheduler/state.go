@@ -38,7 +38,7 @@ const keptTransitions = 500
 // SQLStore keeps the state in the host's SQLite store (tables of migration
 // 00005_scheduler.sql).
 type SQLStore struct {
-	W, R *sql.DB // writer and reader pools (store.SQLite.Writer/Reader)
+	W, R *sql.DB // writer and reader pools (store.Tables)
 }
 
 func msOf(t time.Time) int64 {

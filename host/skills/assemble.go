@@ -12,6 +12,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/llm"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
@@ -35,7 +36,7 @@ func EmbedderFor(cfg *config.Config, usage llm.UsageRecorder) embed.Embedder {
 }
 
 // OpenLibrary opens the library of skills.dir on the store (CLI and daemon).
-func OpenLibrary(ctx context.Context, cfg *config.Config, st *store.SQLite, emb embed.Embedder, log zerolog.Logger) (*Library, error) {
+func OpenLibrary(ctx context.Context, cfg *config.Config, st store.Tables, emb embed.Embedder, log zerolog.Logger) (*Library, error) {
 	return Open(ctx, Options{Dir: cfg.Skills.Dir, Store: st, Log: log, Embedder: emb})
 }
 
@@ -44,7 +45,7 @@ type Host struct {
 	Lib      *Library
 	Provider *Provider
 	Evolver  *Evolver // nil unless skills.auto_evolve
-	Routes   []Route
+	Routes   []route.Route
 	closers  []io.Closer
 }
 
@@ -66,10 +67,17 @@ type AssembleOptions struct {
 	EvolverTimeout time.Duration
 }
 
+// Storage is what the skills host needs from the store: session
+// transcripts and usage records (Store) and its own tables (Tables).
+type Storage interface {
+	store.Store
+	store.Tables
+}
+
 // Assemble opens the library of cfg.Skills.Dir, watches it, registers the
 // "skills" provider on the core and, with skills.auto_evolve, the evolver
 // (at session end and every skills.evolution_every_n_turns main turns).
-func Assemble(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
+func Assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
 	var closers []io.Closer
 	emb := o.Embedder
 	if emb == nil {

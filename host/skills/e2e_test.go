@@ -14,7 +14,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/skills/bank"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
@@ -22,7 +22,7 @@ import (
 
 func bankHost(t *testing.T, upstream apiformat.API) *testhost.Host {
 	t.Helper()
-	return testhost.Start(t, testhost.Options{UpstreamAPI: upstream, Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
+	return testhost.Start(t, testhost.Options{UpstreamAPI: upstream, Setup: func(c *core.Core, st *store.SQLite) []route.Route {
 		lib, err := Open(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "skills"), Store: st, Log: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)
@@ -33,11 +33,7 @@ func bankHost(t *testing.T, upstream apiformat.API) *testhost.Host {
 		}
 		p := NewProvider(lib, ProviderOptions{TopK: 6, MaxTokens: 1500})
 		c.AddProvider(p)
-		var routes []proxy.Route
-		for _, r := range Routes(lib, p) {
-			routes = append(routes, proxy.Route{Pattern: r.Pattern, Handler: r.Handler})
-		}
-		return routes
+		return Routes(lib, p)
 	}})
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/llm"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
 )
@@ -115,7 +115,7 @@ func startEvoHost(t *testing.T, mutate func(*config.Config), o AssembleOptions) 
 		mutate(cfg)
 	}
 	log := zerolog.New(e.logs)
-	e.Host = testhost.Start(t, testhost.Options{Dir: home, Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
+	e.Host = testhost.Start(t, testhost.Options{Dir: home, Setup: func(c *core.Core, st *store.SQLite) []route.Route {
 		if o.LLM == nil {
 			timeout := o.EvolverTimeout
 			if timeout == 0 {
@@ -130,11 +130,7 @@ func startEvoHost(t *testing.T, mutate func(*config.Config), o AssembleOptions) 
 		}
 		t.Cleanup(func() { h.Close() })
 		e.skills = h
-		var routes []proxy.Route
-		for _, r := range h.Routes {
-			routes = append(routes, proxy.Route{Pattern: r.Pattern, Handler: r.Handler})
-		}
-		return routes
+		return h.Routes
 	}})
 	return e
 }

@@ -27,8 +27,8 @@ var ErrNotFound = errors.New("skill not found")
 // Options configure a Library.
 type Options struct {
 	Dir string
-	// Store holds the index; its Writer/Reader pools are used directly.
-	Store *store.SQLite
+	// Store holds the index in the skills' own tables.
+	Store store.Tables
 	Log   zerolog.Logger
 	// Embedder, when set, computes vectors for embedding/hybrid retrieval in
 	// the background (never on the request path).

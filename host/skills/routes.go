@@ -10,14 +10,8 @@ import (
 	"strings"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
+	"github.com/metaclaw-go/metaclaw/host/route"
 )
-
-// Route is an HTTP endpoint of the skills API (the daemon maps it onto
-// proxy.Route; this package does not import the proxy).
-type Route struct {
-	Pattern string
-	Handler http.HandlerFunc
-}
 
 // Routes is the skills API of the dashboard (behind the proxy's auth):
 //
@@ -29,8 +23,8 @@ type Route struct {
 //
 // The POST routes only accept same-origin JSON requests, so a web page the
 // user visits cannot approve a skill through a browser (CSRF).
-func Routes(lib *Library, p *Provider) []Route {
-	return []Route{
+func Routes(lib *Library, p *Provider) []route.Route {
+	return []route.Route{
 		{Pattern: "GET /v1/skills", Handler: func(w http.ResponseWriter, r *http.Request) {
 			status := r.URL.Query().Get("status")
 			out := []map[string]any{}

@@ -7,12 +7,12 @@ package transcript
 import (
 	"context"
 	"encoding/json"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/usertext"
 )
 
 // Exchange is one main turn as learning sees it.
@@ -30,18 +30,14 @@ type Exchange struct {
 	At        time.Time
 }
 
-// internalContext matches agent-internal blocks such as OpenClaw's
-// <<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> … <<<END_OPENCLAW_INTERNAL_CONTEXT>>>.
-var internalContext = regexp.MustCompile(`(?s)<<<BEGIN_[A-Z_]*INTERNAL_CONTEXT>>>.*?(<<<END_[A-Z_]*INTERNAL_CONTEXT>>>|$)`)
+// Clean returns what the user wrote (usertext.Clean).
+func Clean(text string) string { return usertext.Clean(text) }
 
-// Clean returns what the user wrote: without MetaClaw's injected blocks,
-// agent-internal context and the client's envelope (StripEnvelope).
-func Clean(text string) string {
-	if strings.Contains(text, "<<<BEGIN_") {
-		text = internalContext.ReplaceAllString(text, "")
-	}
-	return StripEnvelope(core.Strip(text))
-}
+// StripEnvelope removes the client's envelope (usertext.StripEnvelope).
+func StripEnvelope(text string) string { return usertext.StripEnvelope(text) }
+
+// CleanToolArgs cleans a tool call's arguments (usertext.CleanToolArgs).
+func CleanToolArgs(args json.RawMessage) json.RawMessage { return usertext.CleanToolArgs(args) }
 
 type message struct {
 	Role    string          `json:"role"`

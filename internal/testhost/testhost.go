@@ -16,6 +16,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/internal/testwait"
@@ -28,7 +29,7 @@ type Options struct {
 	Dir string
 	// Setup registers providers, listeners and jobs on the core and returns
 	// extra routes for the proxy (as the daemon does).
-	Setup func(c *core.Core, st *store.SQLite) []proxy.Route
+	Setup func(c *core.Core, st *store.SQLite) []route.Route
 	// Mutate adjusts the proxy options last.
 	Mutate      func(*proxy.Options)
 	SessionIdle time.Duration
@@ -72,7 +73,7 @@ func Start(t testing.TB, o Options) *Host {
 		o.ContextWindow = 60 * time.Second
 	}
 	h.Core = core.New(core.Options{Store: st, Log: zerolog.Nop(), SessionIdle: o.SessionIdle, Window: o.ContextWindow})
-	var routes []proxy.Route
+	var routes []route.Route
 	if o.Setup != nil {
 		routes = o.Setup(h.Core, st)
 	}

@@ -9,7 +9,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,9 +24,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite"
-
 	"github.com/metaclaw-go/metaclaw/host/daemon"
+	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/internal/procstat"
 )
@@ -229,17 +227,21 @@ func stream(ctx context.Context, client *http.Client, addr, session, text string
 	return errors.New("stream ended without [DONE]")
 }
 
+// countTurns asks the store (beside the running host: WAL readers do not
+// block it) how many turns were recorded.
 func countTurns(home string) int {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(home, "metaclaw.db")+"?_pragma=busy_timeout(10000)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.OpenSQLite(ctx, filepath.Join(home, "metaclaw.db"))
 	if err != nil {
 		return -1
 	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM turns`).Scan(&n); err != nil {
+	defer st.Close()
+	c, err := st.Counts(ctx)
+	if err != nil {
 		return -1
 	}
-	return n
+	return c.Turns
 }
 
 func check(err error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/memory"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/skills"
 	"github.com/metaclaw-go/metaclaw/host/skills/bank"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -80,11 +81,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { mh.Close() })
-	var routes []proxy.Route
-	for _, r := range sh.Routes {
-		routes = append(routes, proxy.Route{Pattern: r.Pattern, Handler: r.Handler})
-	}
-	routes = append(routes, mh.Routes...)
+	routes := append(append([]route.Route(nil), sh.Routes...), mh.Routes...)
 	px, err := proxy.New(proxy.Options{Core: c, Log: zerolog.Nop(), UpstreamAPI: apiformat.OpenAI, UpstreamBase: upstream + "/v1", UpstreamKey: "k", Routes: routes})
 	if err != nil {
 		return fail(err)

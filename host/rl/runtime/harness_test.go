@@ -21,6 +21,7 @@ import (
 	rlruntime "github.com/metaclaw-go/metaclaw/host/rl/runtime"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/rl/score"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker/toy"
@@ -172,7 +173,7 @@ func startRL(t testing.TB, o hostOpts) *rlHost {
 	}
 	h.Host = testhost.Start(t, testhost.Options{
 		UpstreamAPI: o.upstream,
-		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
+		Setup: func(c *core.Core, st *store.SQLite) []route.Route {
 			ro.Store, ro.Core = st, c
 			h.rt = rlruntime.Start(context.Background(), ro)
 			return nil

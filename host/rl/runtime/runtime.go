@@ -22,6 +22,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/llm"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
 	"github.com/metaclaw-go/metaclaw/host/rl/connect"
@@ -51,10 +52,17 @@ const (
 	StateError      = "error"      // cannot serve (tokenizer, backend); Reason says why
 )
 
+// Storage is what RL needs from the store: its own tables (samples, steps;
+// the skills generation) and usage records for the judge and teacher.
+type Storage interface {
+	store.Tables
+	llm.UsageRecorder
+}
+
 // Options configure Start.
 type Options struct {
 	Config *config.Config
-	Store  *store.SQLite
+	Store  Storage
 	Core   *core.Core
 	Log    zerolog.Logger
 	// Connect opens the backend; default connect.Open.

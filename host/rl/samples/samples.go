@@ -60,7 +60,7 @@ const (
 var ErrNotFound = errors.New("not found")
 
 // Store reads and writes samples. w is the store's single writer
-// connection pool, r its read pool (store.SQLite's Writer and Reader).
+// connection pool, r its read pool (store.Tables: Writer and Reader).
 type Store struct {
 	w, r *sql.DB
 	now  func() time.Time

@@ -9,9 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
+	"github.com/metaclaw-go/metaclaw/host/route"
 )
 
 // Routes is the training API (behind the proxy's auth), used by `metaclaw
@@ -24,8 +24,8 @@ import (
 //	GET  /v1/rl/samples/{id}      one sample with its ids and log-probs
 //	POST /v1/rl/step              run one step now and wait for it
 //	POST /v1/rl/resume            {"checkpoint": ""|"<step>"|"<path>"}: restart the trainer
-func Routes(l *Loop) []proxy.Route {
-	return []proxy.Route{
+func Routes(l *Loop) []route.Route {
+	return []route.Route{
 		{Pattern: "GET /v1/rl/training", Handler: func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, l.Status(r.Context()))
 		}},

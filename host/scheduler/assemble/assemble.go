@@ -48,7 +48,7 @@ func Active(cfg *config.Config) (bool, string) {
 }
 
 // Build returns the scheduler and a closer for its sources.
-func Build(ctx context.Context, cfg *config.Config, st *store.SQLite, o Options) (*scheduler.Scheduler, io.Closer, error) {
+func Build(ctx context.Context, cfg *config.Config, st store.Tables, o Options) (*scheduler.Scheduler, io.Closer, error) {
 	sc := cfg.Scheduler
 	clock := o.Clock
 	if clock == nil {

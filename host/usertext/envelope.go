@@ -1,4 +1,4 @@
-package transcript
+package usertext
 
 import (
 	"encoding/json"

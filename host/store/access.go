@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Table ownership. The store owns sessions, turns, jobs and llm_usage: other
+// packages reach them only through Store and the narrow interfaces here,
+// never by SQL, so another store (PostgreSQL for teams) can replace SQLite
+// behind them. A learning package may own tables of its own (skills_*, rl_*,
+// scheduler_*, calendar_*, memory_*): their DDL is in migrations/, in a file
+// named after the owner (one ordered history, one version table), and only
+// the owner runs SQL on them, through the pools Tables gives it. Porting the
+// store ports those packages' SQL with it.
+
+// Tables gives a package the connection pools for the tables it owns: the
+// single writer (every write goes through it, in one transaction per unit
+// of work) and the pool of readers.
+type Tables interface {
+	Writer() *sql.DB
+	Reader() *sql.DB
+}
+
+// Upkeep is the store's own maintenance: retention and reclaiming space.
+type Upkeep interface {
+	Prune(ctx context.Context, o PruneOptions) (PruneReport, error)
+	IncrementalVacuum(ctx context.Context, maxPages int64) (int64, error)
+	FreePages(ctx context.Context) (free int64, incremental bool, err error)
+}
+
+// SQLite implements every interface of this package.
+var (
+	_ Store  = (*SQLite)(nil)
+	_ Tables = (*SQLite)(nil)
+	_ Upkeep = (*SQLite)(nil)
+)
