@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +37,12 @@ type hostProc struct {
 // waits for it to serve.
 func startHost(t *testing.T, upstream string, env ...string) *hostProc {
 	t.Helper()
-	home := t.TempDir()
+	return startHostIn(t, t.TempDir(), upstream, env...)
+}
+
+// startHostIn starts the host on an existing state directory.
+func startHostIn(t *testing.T, home, upstream string, env ...string) *hostProc {
+	t.Helper()
 	var base []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -160,7 +166,9 @@ func recordedMarkers(t *testing.T, db *sql.DB, markers []string) map[string]bool
 
 // TestKill9LosesNoAnsweredTurn kills the real host with SIGKILL under
 // concurrent streaming and non-streaming load, in a loop of runs, and
-// checks that every answer a client received in full is a recorded turn.
+// checks that every answer a client received in full is a recorded turn
+// once the host has started again (answered turns not yet committed are in
+// the turn journal, host/core/journal.go).
 func TestKill9LosesNoAnsweredTurn(t *testing.T) {
 	runs := 3
 	if testing.Short() {
@@ -215,6 +223,14 @@ func TestKill9LosesNoAnsweredTurn(t *testing.T) {
 		h.cmd.Wait()
 		cancel()
 		wg.Wait()
+		// The next start writes the answered turns the journal holds.
+		again := startHostIn(t, h.home, up.URL)
+		if err := again.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := again.cmd.Wait(); err != nil {
+			t.Fatalf("restarted host: %v\n%s", err, again.out.String())
+		}
 
 		mu.Lock()
 		got := recordedMarkers(t, openDB(t, h.home), answered)
