@@ -11,9 +11,16 @@ import (
 // indentation.") is learned as a standing rule, a request for work now
 // ("Fix the failing test.", "Use the attached file to answer.") is not, on
 // the labelled set in testdata/imperatives (written before the extractor was
-// tuned on it; figures in the README).
+// tuned on it; figures in the README), and on a held-out set written after
+// that tuning (its first-run figures are in the README too).
 func TestStandaloneImperatives(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "imperatives", "labelled.tsv"))
+	for _, set := range []string{"labelled.tsv", "heldout.tsv"} {
+		t.Run(set, func(t *testing.T) { imperativeSet(t, set) })
+	}
+}
+
+func imperativeSet(t *testing.T, file string) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "imperatives", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,4 +54,7 @@ func TestStandaloneImperatives(t *testing.T) {
 	recall := float64(tp) / float64(max(1, tp+fn))
 	t.Logf("standalone imperatives: %d rules, %d tasks; precision %.3f, recall %.3f (tp %d, fp %d, fn %d, tn %d)",
 		tp+fn, fp+tn, precision, recall, tp, fp, fn, tn)
+	if precision < 0.95 || recall < 0.95 {
+		t.Errorf("%s: precision %.3f, recall %.3f; want both ≥ 0.95", file, precision, recall)
+	}
 }
