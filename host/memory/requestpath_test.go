@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-		"path/filepath"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
