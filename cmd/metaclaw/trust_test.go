@@ -21,6 +21,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/daemon"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/internal/procstat"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 const trustKey = "trust-test-proxy-key"
@@ -334,7 +335,13 @@ func TestHugeAnswerNextToTenSessions(t *testing.T) {
 		t.Errorf("%d normal turns failed next to the huge answer: %v", len(failed), failed[:min(len(failed), 5)])
 	}
 	db := openDB(t, h.home)
-	got := recordedMarkers(t, db, answered)
+	// Answered turns are in the turn journal; the recorder commits them
+	// moments later.
+	var got map[string]bool
+	testwait.Until(testwait.Deadline, func() bool {
+		got = recordedMarkers(t, db, answered)
+		return len(got) == len(answered)
+	})
 	if len(got) != len(answered) || len(answered) < 50 {
 		t.Errorf("%d of %d normal turns recorded", len(got), len(answered))
 	}
