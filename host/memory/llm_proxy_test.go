@@ -78,7 +78,7 @@ func TestLLMExtractorThroughTheProxy(t *testing.T) {
 	mh.Host = testhost.Start(t, testhost.Options{
 		Upstream: up,
 		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
-			h, err := Wire(context.Background(), cfg, st, c, zerolog.Nop(), WireOptions{})
+			h, err := Assemble(context.Background(), cfg, st, c, zerolog.Nop(), AssembleOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
