@@ -14,7 +14,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/proxy"
+	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/internal/testhost"
@@ -77,7 +77,7 @@ func TestLLMExtractorThroughTheProxy(t *testing.T) {
 	mh := &memHost{t: t}
 	mh.Host = testhost.Start(t, testhost.Options{
 		Upstream: up,
-		Setup: func(c *core.Core, st *store.SQLite) []proxy.Route {
+		Setup: func(c *core.Core, st *store.SQLite) []route.Route {
 			h, err := Assemble(context.Background(), cfg, st, c, zerolog.Nop(), AssembleOptions{})
 			if err != nil {
 				t.Fatal(err)
