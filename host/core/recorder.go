@@ -23,6 +23,7 @@ const maxDurableWait = 30 * time.Second
 type queued struct {
 	t    *store.Turn
 	done chan error
+	seg  uint64 // the turn's journal segment (0: not journaled)
 }
 
 // recorder writes turns in batches on one goroutine: turns that arrive
@@ -33,6 +34,10 @@ type recorder struct {
 	queue chan queued
 	flush chan chan struct{}
 	spool *spool
+	// journal holds answered turns until they are committed (with a
+	// spool directory only); left are segments of an earlier process.
+	journal *journal
+	left    []string
 
 	observed atomic.Int64 // turns persisted since start
 	dropped  atomic.Int64 // turns neither stored nor spooled (logged)
@@ -45,6 +50,11 @@ func newRecorder(c *Core, size int, spoolDir string) *recorder {
 	if spoolDir != "" {
 		r.spool = &spool{dir: spoolDir}
 		r.spooled.Store(int64(r.spool.count()))
+		j, left, err := openJournal(spoolDir)
+		if err != nil {
+			c.log.Error().Err(err).Msg("no turn journal: answers wait for their turn's commit")
+		}
+		r.journal, r.left = j, left
 	}
 	return r
 }
@@ -56,12 +66,16 @@ func (c *Core) Observe(t *store.Turn) {
 	c.enqueueTurn(t, nil)
 }
 
-// ObserveDurable queues a turn and waits until it is committed to the
-// write-ahead log (or spooled to disk when the store refuses it), so that an
-// answer released after it can never belong to a lost turn. Concurrent
-// callers share commits. It gives up waiting (the turn stays queued) when
-// ctx ends or after 30 s.
+// ObserveDurable queues a turn and returns once it is durable, so that an
+// answer released after it can never belong to a lost turn: appended to the
+// turn journal when there is one (journal.go; the commit follows in the
+// background), else committed to the write-ahead log (or spooled to disk
+// when the store refuses it), concurrent callers sharing commits. It gives
+// up waiting (the turn stays queued) when ctx ends or after 30 s.
 func (c *Core) ObserveDurable(ctx context.Context, t *store.Turn) error {
+	if c.journalTurn(t) {
+		return nil
+	}
 	done := make(chan error, 1)
 	c.enqueueTurn(t, done)
 	timer := time.NewTimer(maxDurableWait)
@@ -77,17 +91,44 @@ func (c *Core) ObserveDurable(ctx context.Context, t *store.Turn) error {
 }
 
 func (c *Core) enqueueTurn(t *store.Turn, done chan error) {
+	c.prepareTurn(t)
+	c.closeMu.RLock()
+	defer c.closeMu.RUnlock()
+	if c.closed.Load() {
+		c.rec.persist([]queued{{t: t, done: done}})
+		return
+	}
+	c.rec.queue <- queued{t: t, done: done}
+}
+
+func (c *Core) prepareTurn(t *store.Turn) {
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = time.Now()
 	}
 	store.BoundTurn(t, c.maxBody)
+}
+
+// journalTurn appends the turn to the journal and queues it; false when
+// there is no journal or it refused the turn (then the caller waits for
+// the commit instead).
+func (c *Core) journalTurn(t *store.Turn) bool {
+	j := c.rec.journal
+	if j == nil {
+		return false
+	}
+	c.prepareTurn(t)
 	c.closeMu.RLock()
 	defer c.closeMu.RUnlock()
 	if c.closed.Load() {
-		c.rec.persist([]queued{{t, done}})
-		return
+		return false
 	}
-	c.rec.queue <- queued{t, done}
+	seg, err := j.append(t)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("turn journal refused a turn; its answer waits for the commit")
+		return false
+	}
+	c.rec.queue <- queued{t: t, seg: seg}
+	return true
 }
 
 // Flush waits until every turn observed before the call is persisted.
@@ -133,6 +174,8 @@ func (r *recorder) loop() {
 			r.persist(batch)
 		}
 	}
+	r.recoverJournal(r.left)
+	r.left = nil
 	r.replaySpool()
 	retry := time.NewTicker(30 * time.Second)
 	defer retry.Stop()
@@ -141,7 +184,15 @@ func (r *recorder) loop() {
 		case q := <-r.queue:
 			batch = append(batch[:0], q)
 			drain()
+			var flushed chan struct{}
+			if journaledOnly(batch) {
+				batch, flushed = r.gather(batch)
+			}
 			r.persist(batch)
+			if flushed != nil {
+				drainAll()
+				close(flushed)
+			}
 		case done := <-r.flush:
 			drainAll()
 			close(done)
@@ -149,9 +200,51 @@ func (r *recorder) loop() {
 			r.replaySpool()
 		case <-r.c.closing:
 			drainAll()
+			if r.journal != nil {
+				r.journal.close()
+			}
 			return
 		}
 	}
+}
+
+// gatherWait is how long the recorder waits for more turns when nobody
+// waits for the ones it has (journaled answers, plain Observe): one commit
+// for several turns costs SQLite's one writer, and the CPU the requests
+// share with it, much less than one commit each.
+const gatherWait = 10 * time.Millisecond
+
+func journaledOnly(batch []queued) bool {
+	for _, q := range batch {
+		if q.done != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// gather adds turns to the batch for up to gatherWait, until it is full or
+// a turn with a waiter arrives; a Flush or Close meanwhile ends the wait (a
+// flush is returned for the caller to complete after the batch).
+func (r *recorder) gather(batch []queued) ([]queued, chan struct{}) {
+	t := time.NewTimer(gatherWait)
+	defer t.Stop()
+	for len(batch) < cap(batch) {
+		select {
+		case q := <-r.queue:
+			batch = append(batch, q)
+			if q.done != nil {
+				return batch, nil
+			}
+		case done := <-r.flush:
+			return batch, done
+		case <-r.c.closing:
+			return batch, nil // the loop sees closing next and drains the rest
+		case <-t.C:
+			return batch, nil
+		}
+	}
+	return batch, nil
 }
 
 // persist writes a batch in one transaction. One bad row must not cost the
@@ -190,6 +283,9 @@ func (r *recorder) persist(batch []queued) {
 	for i, q := range batch {
 		if stored[i] {
 			ok = append(ok, q.t)
+		}
+		if errs[i] == nil && r.journal != nil {
+			r.journal.done(q.seg) // committed or spooled: the journal may forget it
 		}
 		if q.done != nil {
 			q.done <- errs[i]

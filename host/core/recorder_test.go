@@ -177,6 +177,9 @@ func TestRefusedTurnsAreSpooledAndWrittenLater(t *testing.T) {
 			t.Fatalf("spooled turn reported as lost: %v", err)
 		}
 	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if stats, _ := c.Stats(context.Background()); stats.SpooledTurns != 3 {
 		t.Fatalf("spooled %d", stats.SpooledTurns)
 	}
@@ -194,6 +197,9 @@ func TestRefusedTurnsAreSpooledAndWrittenLater(t *testing.T) {
 	c2 := New(Options{Store: g, Log: zerolog.Nop(), SpoolDir: spool})
 	defer c2.Close()
 	if err := c2.ObserveDurable(context.Background(), turn("after", "{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	turns, _ := g.SQLite.SessionTurns(context.Background(), "down")

@@ -145,6 +145,9 @@ func extractStatements(sts []statement, feedback bool, imperatives int) ([]Candi
 		if !ok && (i >= imperatives || st.defect) {
 			c, ok = ruleImperative(body)
 		}
+		if !ok && len(sts) == 1 && !feedback {
+			c, ok = ruleStanding(body) // an instruction sent alone (standing.go)
+		}
 		if !ok && st.block != "" {
 			c, ok = ruleAttached(body)
 		}

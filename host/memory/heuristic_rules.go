@@ -312,6 +312,9 @@ func ruleAlways(s string) (Candidate, bool) {
 	if (verb == "stop" || verb == "keep") && who != "" {
 		return Candidate{}, false
 	}
+	if verb == "keep" && who == "" && (atHand.MatchString(rest) || instanceRef.MatchString(rest)) {
+		return Candidate{}, false // "keep the meeting notes I sent you": hold on to one thing
+	}
 	neg := verb == "never" || verb == "don't ever" || verb == "do not ever" || verb == "don't" || verb == "do not" || verb == "stop"
 	var lead string
 	switch verb {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -241,6 +242,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			if ti := unitTurn[i]; ti >= 0 && skip[ti] {
 				continue
 			}
+			runtime.Gosched() // learning is background work: let requests run between units
 			var v []float32
 			if vecs != nil {
 				v = vecs[i]
@@ -358,6 +360,7 @@ func countInjected(ctx context.Context, tx *sql.Tx, in injections) error {
 	}
 	slices.Sort(uids) // one order: fewer page splits, and reproducible
 	for _, uid := range uids {
+		runtime.Gosched() // background work (see Ingest)
 		c := in[uid]
 		if _, err := stmt.ExecContext(ctx, c.n, ms(c.last), uid); err != nil {
 			return fmt.Errorf("memory: injected: %w", err)

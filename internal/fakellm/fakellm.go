@@ -44,6 +44,10 @@ type Server struct {
 	EventDelay time.Duration
 	// Record keeps every request (off in benchmarks).
 	Record bool
+	// Respond, when set, scripts the model: it gets each chat request's
+	// decoded body and returns the answer text (ok false: Reply answers).
+	// It may be called concurrently.
+	Respond func(body map[string]any) (text string, ok bool)
 
 	mu   sync.Mutex
 	reqs []Request
@@ -262,6 +266,11 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p := s.decide(lastUser, toolResult)
+	if s.Respond != nil {
+		if text, ok := s.Respond(body); ok {
+			p.text = text
+		}
+	}
 	if !s.sleep(r, p.delay) {
 		return
 	}
@@ -380,6 +389,11 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p := s.decide(lastUser, toolResult)
+	if s.Respond != nil {
+		if text, ok := s.Respond(body); ok {
+			p.text = text
+		}
+	}
 	if !s.sleep(r, p.delay) {
 		return
 	}

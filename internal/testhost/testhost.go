@@ -41,6 +41,9 @@ type Options struct {
 	// Wrap, if set, wraps the proxy's handler (as the daemon does with the
 	// scheduler's activity hook).
 	Wrap func(http.Handler) http.Handler
+	// Upstream, if set, is the fake upstream to use (a test that points
+	// the layer's own LLM calls at the same one); default a new one.
+	Upstream *fakellm.Server
 }
 
 // Host is a running test host.
@@ -62,8 +65,11 @@ func Start(t testing.TB, o Options) *Host {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	h := &Host{Upstream: fakellm.New(), Dir: o.Dir}
-	t.Cleanup(h.Upstream.Close)
+	h := &Host{Upstream: o.Upstream, Dir: o.Dir}
+	if h.Upstream == nil {
+		h.Upstream = fakellm.New()
+		t.Cleanup(h.Upstream.Close)
+	}
 	st, err := store.OpenSQLite(context.Background(), filepath.Join(o.Dir, store.DBFile))
 	if err != nil {
 		t.Fatal(err)

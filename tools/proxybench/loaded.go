@@ -66,7 +66,8 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 	if err := seedMemories(ctx, st, nMem); err != nil {
 		return fail(err)
 	}
-	c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
+	// As the daemon: answers wait for the turn journal, not the commit.
+	c := core.New(core.Options{Store: st, Log: zerolog.Nop(), SpoolDir: filepath.Join(dir, "turn-spool")})
 	cleanup = append(cleanup, func() { c.Close() })
 	sh, err := skills.Assemble(ctx, cfg, st, c, zerolog.Nop(), skills.AssembleOptions{})
 	if err != nil {

@@ -1,0 +1,119 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/metaclaw-go/metaclaw/host/store"
+)
+
+// copyJournal copies the journal segments of one spool directory into a
+// new one: what a crash at this instant leaves on disk.
+func copyJournal(t *testing.T, from string) string {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), "spool")
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files := journalFiles(from)
+	if len(files) == 0 {
+		t.Fatalf("no journal segment in %s", from)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
+}
+
+func sessionTurns(t *testing.T, st store.Store, session string) []store.Turn {
+	t.Helper()
+	turns, err := st.SessionTurns(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return turns
+}
+
+// TestJournalReleasesAnswersAndLosesNoTurn: with a journal, ObserveDurable
+// returns while the store's writer is held by someone else; a crash at that
+// moment loses nothing (the next start writes the journal's turns), a crash
+// after the commit but before the journal forgot the turns writes nothing
+// twice, and a stop commits everything and leaves no journal behind.
+func TestJournalReleasesAnswersAndLosesNoTurn(t *testing.T) {
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "spool")
+	c, g := newGated(t, dir, Options{SpoolDir: spool})
+	release := g.hold(t, c) // the writer is busy (an ingest transaction, say)
+	const n = 5
+	for i := 0; i < n; i++ {
+		tr := turn("crash", fmt.Sprintf(`{"messages":[{"role":"user","content":"question %d"}]}`, i))
+		tr.LatencyMS = int64(i)
+		if err := c.ObserveDurable(context.Background(), tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(sessionTurns(t, g.SQLite, "crash")); got != 0 {
+		t.Fatalf("%d turns committed while the writer was held", got)
+	}
+
+	// A crash now: a new process on the same database finds them.
+	crashed, crashedLater := copyJournal(t, spool), copyJournal(t, spool)
+	c2, st2 := newCore(t, Options{SpoolDir: crashed})
+	if err := c2.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := sessionTurns(t, st2, "crash")
+	if len(got) != n {
+		t.Fatalf("recovered %d turns from the journal, want %d", len(got), n)
+	}
+	for i, tr := range got {
+		if want := fmt.Sprintf("question %d", i); !strings.Contains(tr.RequestJSON, want) || tr.TurnIndex != i+1 {
+			t.Fatalf("turn %d: index %d, request %s", i, tr.TurnIndex, tr.RequestJSON)
+		}
+	}
+	if left := journalFiles(crashed); len(left) != 0 {
+		t.Fatalf("recovered journal segments not deleted: %v", left)
+	}
+
+	// The writer frees up: the turns are committed and the journal forgets them.
+	release()
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(sessionTurns(t, g.SQLite, "crash")); got != n {
+		t.Fatalf("%d turns committed, want %d", got, n)
+	}
+	// A crash after those commits but before the segment was deleted (the
+	// same image on disk): the next start recognises every turn and writes
+	// none twice.
+	c3 := New(Options{Store: g, Log: c.log, SpoolDir: crashedLater})
+	if err := c3.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c3.Close()
+	if got := len(sessionTurns(t, g.SQLite, "crash")); got != n {
+		t.Fatalf("%d turns after recovering a journal already committed, want %d", got, n)
+	}
+
+	// A stop: everything queued is committed, no segment is left.
+	if err := c.ObserveDurable(context.Background(), turn("stop", "{}")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if got := len(sessionTurns(t, g.SQLite, "stop")); got != 1 {
+		t.Fatalf("turn observed before the stop: %d stored", got)
+	}
+	if left := journalFiles(spool); len(left) != 0 {
+		t.Fatalf("journal segments left after a clean stop: %v", left)
+	}
+}
