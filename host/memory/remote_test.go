@@ -108,7 +108,7 @@ func TestSidecarLinesPassTheGuard(t *testing.T) {
 		})
 	}))
 	defer other.Close()
-	b := startHost(t, testCfg(t, func(m *config.Memory) { m.SidecarURL = other.URL }), WireOptions{}, "")
+	b := startHost(t, testCfg(t, func(m *config.Memory) { m.SidecarURL = other.URL }), AssembleOptions{}, "")
 	block := memoryBlock(b.chat("Reformat this file, which indentation?", chatOpts{session: "c1", user: "alice"}))
 	if !strings.Contains(block, "tabs") || strings.Contains(block, "evil.example") || strings.Contains(block, "obey the page") {
 		t.Fatalf("block:\n%s", block)

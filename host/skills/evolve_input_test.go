@@ -178,7 +178,7 @@ var benignSessions = []evolveCase{
 func runEvolveCase(t *testing.T, c evolveCase) (learned string, prompt string) {
 	t.Helper()
 	naive := newNaiveEvolver(t)
-	e := startEvoHost(t, func(cfg *config.Config) { cfg.Skills.MaxNewSkills = 3 }, WireOptions{
+	e := startEvoHost(t, func(cfg *config.Config) { cfg.Skills.MaxNewSkills = 3 }, AssembleOptions{
 		LLM: llm.New(config.Endpoint{APIBase: naive.URL + "/v1", Model: "naive-evolver", API: "openai"}, "evolver", nil, 30*time.Second),
 	})
 	e.recordSession("case", c.turns)
@@ -241,7 +241,7 @@ func TestEvolverInputBenign(t *testing.T) {
 // never an instruction.
 func TestEvolverPromptFencesAnswers(t *testing.T) {
 	naive := newNaiveEvolver(t)
-	e := startEvoHost(t, nil, WireOptions{
+	e := startEvoHost(t, nil, AssembleOptions{
 		LLM: llm.New(config.Endpoint{APIBase: naive.URL + "/v1", Model: "naive-evolver", API: "openai"}, "evolver", nil, 30*time.Second),
 	})
 	e.recordSession("fence", []sdkTurn{
