@@ -273,7 +273,7 @@ func newSkillsSearchCmd() *cobra.Command {
 
 func newSkillsAddCmd() *cobra.Command {
 	var description, category, tags, agents, body, bodyFile, from string
-	var pending bool
+	var pending, force bool
 	c := &cobra.Command{Use: "add [NAME]", Short: "Add a skill (flags, or --from an existing SKILL.md)", Args: cobra.MaximumNArgs(1),
 		Example: `  metaclaw skills add release-checklist --description "Use when cutting a release" --body-file checklist.md
   metaclaw skills add --from ./my-skill/SKILL.md`,
@@ -317,6 +317,15 @@ func newSkillsAddCmd() *cobra.Command {
 				}
 				s = &skills.Skill{Name: args[0], Description: description, Category: category, Tags: splitList(tags), Agents: splitList(agents), Body: text}
 			}
+			// A file or a pasted body may come from anywhere (a page, a
+			// chat): it is checked like an imported skill.
+			if f := skills.Check(s); len(f) > 0 && !force {
+				var r []string
+				for _, x := range f {
+					r = append(r, x.String())
+				}
+				return fmt.Errorf("skill %s failed the safety checks (%s): it would be injected into every matching prompt; fix the text, or add it anyway with --force", s.Name, strings.Join(r, "; "))
+			}
 			if s.Source == "" {
 				s.Source = "user"
 			}
@@ -348,6 +357,7 @@ func newSkillsAddCmd() *cobra.Command {
 	c.Flags().StringVar(&bodyFile, "body-file", "", "read the body from a file (- for stdin)")
 	c.Flags().StringVar(&from, "from", "", "add an existing SKILL.md file")
 	c.Flags().BoolVar(&pending, "pending", false, "add it as pending (not injected until approved)")
+	c.Flags().BoolVar(&force, "force", false, "add a skill that fails the safety checks")
 	return c
 }
 

@@ -49,21 +49,6 @@ func TestStripPastedKeepsRuleBlocks(t *testing.T) {
 	}
 }
 
-func FuzzStripPasted(f *testing.F) {
-	f.Add("All reports must start with the following header:\n```\nOwner: x\n```")
-	f.Add("Summarise the following:\n```\nx\n```")
-	f.Add("```\n\ue0000\ue001\n```")
-	f.Fuzz(func(t *testing.T, s string) {
-		out := stripPasted(s)
-		if strings.Contains(out, blockOpen) && !strings.Contains(s, blockOpen) {
-			t.Fatalf("a placeholder leaked: %q -> %q", s, out)
-		}
-		if len(out) > len(s)+1 {
-			t.Fatalf("output longer than input: %q -> %q", s, out)
-		}
-	})
-}
-
 // A rule's attached block is learned through the proxy, while a block that
 // steers the agent is refused by the guard and pasted material stays out.
 func TestRuleBlockThroughProxyPassesGuard(t *testing.T) {

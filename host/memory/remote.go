@@ -17,6 +17,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/route"
+	"github.com/metaclaw-go/metaclaw/host/safety"
 	"github.com/metaclaw-go/metaclaw/host/version"
 )
 
@@ -126,10 +127,27 @@ func (r *Remote) Context(ctx context.Context, q core.Query) (core.Section, error
 	}, &out); err != nil {
 		return core.Section{}, err
 	}
-	if strings.TrimSpace(out.RenderedPrompt) == "" {
+	body := r.admitLines(out.RenderedPrompt)
+	if strings.TrimSpace(body) == "" {
 		return core.Section{}, nil
 	}
-	return core.Section{Title: "Memories", Body: out.RenderedPrompt, IDs: out.IDs, Tokens: out.Tokens}, nil
+	return core.Section{Title: "Memories", Body: body, IDs: out.IDs, Tokens: out.Tokens}, nil
+}
+
+// admitLines drops every line of another host's rendered memories that this
+// host's injection guard refuses: that host may run older rules, or not be
+// a MetaClaw host at all, and what it sends reaches this user's prompt.
+func (r *Remote) admitLines(rendered string) string {
+	lines := strings.Split(rendered, "\n")
+	kept := lines[:0]
+	for _, ln := range lines {
+		if fs := safety.CheckMemory(ln); len(fs) > 0 {
+			r.log.Warn().Str("sidecar", r.base.String()).Str("rule", fs[0].Rule).Msg("memory: a line from the sidecar was refused by the injection guard")
+			continue
+		}
+		kept = append(kept, ln)
+	}
+	return strings.Join(kept, "\n")
 }
 
 // Ingest implements Sink.

@@ -3,6 +3,8 @@ package memory
 import (
 	"regexp"
 	"strings"
+
+	"github.com/metaclaw-go/metaclaw/host/safety"
 )
 
 // A user message is read as statements: its sentences, with two shapes of
@@ -84,7 +86,7 @@ func chunks(text string) []chunk {
 }
 
 // pointsAhead: the statement refers to what follows it.
-var pointsAhead = regexp.MustCompile(`(?i)\b(?:following|below|as follows|like this|like so|this (?:format|form|template|header|layout|structure|shape|pattern|schema|skeleton)|these (?:fields|lines|sections|headings|columns|keys))\b|以下|如下|下面`)
+var pointsAhead = safety.PointsAhead
 
 // statements reads a message (see the comment at the top of the file).
 func statements(text string) []statement {

@@ -146,6 +146,16 @@ func hostAllowed(h string) bool {
 	return false
 }
 
+// loopback reports whether a host is this machine: a link to it carries
+// nothing out ("curl http://localhost:8080/healthz" in a deploy skill).
+func loopback(h string) bool {
+	h = strings.ToLower(strings.Trim(strings.TrimSuffix(h, "."), "[]"))
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsLoopback()
+	}
+	return h == "localhost" || strings.HasSuffix(h, ".localhost")
+}
+
 // localHost reports whether a host names this machine or a private network.
 func localHost(h string) bool {
 	h = strings.ToLower(strings.Trim(strings.TrimSuffix(h, "."), "[]"))
@@ -242,7 +252,7 @@ func CheckSkill(text string) []Finding {
 	out.instructions(text)
 	for _, raw := range urlRe.FindAllString(text, -1) {
 		u, err := url.Parse(strings.TrimRight(raw, ".,;:!?"))
-		if err != nil || u.Hostname() == "" || !hostAllowed(u.Hostname()) || (u.Scheme != "https" && u.Scheme != "http") {
+		if err != nil || u.Hostname() == "" || !(hostAllowed(u.Hostname()) || loopback(u.Hostname())) || (u.Scheme != "https" && u.Scheme != "http") {
 			out.add(RuleUnknownHost, clip(raw, 80))
 		}
 	}

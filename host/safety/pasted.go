@@ -2,6 +2,7 @@ package safety
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -46,19 +47,53 @@ var (
 	longQuote = regexp.MustCompile(`"[^"\n]{40,}"|“[^”]{40,}”|«[^»]{40,}»|„[^“”]{40,}[“”]|「[^」]{20,}」|『[^』]{20,}』`)
 )
 
+// StripOption changes what StripPasted keeps.
+type StripOption func(*stripConfig)
+
+type stripConfig struct {
+	keepRuleBlocks bool
+}
+
+// KeepRuleBlocks keeps a fenced block right after a line that states a rule
+// and points at it ("All reports must start with the following header:"):
+// that block is the user's own specification, not material pasted for
+// processing, and the rule is meaningless without it. A kept block is
+// treated by every later pass exactly as an opaque word of the user's: the
+// quote, tag and quotation passes do not look inside it, and a lead-in
+// before it ("Summarise the following:") still cuts it with the rest of the
+// pasted text. Whatever keeps it must still check it (it can carry an
+// instruction like any other text the user wrote).
+func KeepRuleBlocks(c *stripConfig) { c.keepRuleBlocks = true }
+
 // StripPasted returns text without the material the user quoted or pasted
 // for processing: fenced and triple-quoted blocks, "> " quotes, XML-like
 // document tags, long quotations, everything after a request such as
 // "translate this page:" or "here is the article:", and everything before
 // a closing request such as "summarise the above". What remains is the
 // user's own words (possibly nothing).
-func StripPasted(text string) string {
+func StripPasted(text string, opts ...StripOption) string {
 	if text == "" {
 		return text
+	}
+	var c stripConfig
+	for _, o := range opts {
+		o(&c)
 	}
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
+	var kept []string
+	if c.keepRuleBlocks {
+		text, kept = holdRuleBlocks(text)
+	}
+	out := stripPasted(text)
+	for i, block := range kept {
+		out = strings.Replace(out, blockOpen+strconv.Itoa(i)+blockClose, block, 1)
+	}
+	return out
+}
+
+func stripPasted(text string) string {
 	if strings.Contains(text, "```") || strings.Contains(text, "~~~") {
 		text = fenceRe.ReplaceAllString(text, "\n")
 	}
@@ -86,6 +121,57 @@ func StripPasted(text string) string {
 		return strings.TrimSpace(strings.TrimLeft(text[loc[0]:], ".!?\n"))
 	}
 	return text
+}
+
+// Kept blocks stand in the text as placeholders made of private-use
+// characters while the passes run: no rule matches them, and users do not
+// type them (text that already holds one keeps no block).
+const blockOpen, blockClose = "\ue000", "\ue001"
+
+var (
+	// ruleLead is a requirement or instruction about how things are done.
+	ruleLead = regexp.MustCompile(`(?i)\b(?:must|should|shall|needs?|required|requires?|has to|have to|always|never|expected|use|start with|begin with|look like)\b`)
+	// PointsAhead: a statement that refers to what follows it.
+	PointsAhead = regexp.MustCompile(`(?i)\b(?:following|below|as follows|like this|like so|this (?:format|form|template|header|layout|structure|shape|pattern|schema|skeleton)|these (?:fields|lines|sections|headings|columns|keys))\b|以下|如下|下面`)
+	// endsAtThis: "… must end with this signature block:".
+	endsAtThis = regexp.MustCompile(`(?i)\b(?:this|these)(?:\s+[\w-]+){0,3}\s*[:：]$`)
+)
+
+// holdRuleBlocks replaces each fenced block attached to a rule by a
+// numbered placeholder and returns the blocks.
+func holdRuleBlocks(text string) (string, []string) {
+	if !strings.Contains(text, "```") && !strings.Contains(text, "~~~") || strings.Contains(text, blockOpen) {
+		return text, nil
+	}
+	var kept []string
+	var b strings.Builder
+	last := 0
+	for _, loc := range fenceRe.FindAllStringIndex(text, -1) {
+		b.WriteString(text[last:loc[0]])
+		if attachedToRule(b.String()) {
+			b.WriteString(blockOpen + strconv.Itoa(len(kept)) + blockClose)
+			kept = append(kept, text[loc[0]:loc[1]])
+		} else {
+			b.WriteString(text[loc[0]:loc[1]])
+		}
+		last = loc[1]
+	}
+	b.WriteString(text[last:])
+	return b.String(), kept
+}
+
+// attachedToRule reports whether the text before a block ends with a line
+// that states a rule and points at what follows, ending in a colon.
+func attachedToRule(before string) bool {
+	lead := strings.TrimRight(before, " \t\r\n")
+	if i := strings.LastIndexByte(lead, '\n'); i >= 0 {
+		lead = lead[i+1:]
+	}
+	lead = strings.TrimSpace(lead)
+	if !strings.HasSuffix(lead, ":") && !strings.HasSuffix(lead, "：") {
+		return false
+	}
+	return (PointsAhead.MatchString(lead) || endsAtThis.MatchString(lead)) && ruleLead.MatchString(lead)
 }
 
 // substantial tells pasted material (several lines, or a long passage)

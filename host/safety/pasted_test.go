@@ -3,6 +3,7 @@ package safety
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestStripPasted(t *testing.T) {
@@ -42,4 +43,19 @@ func TestStripPasted(t *testing.T) {
 			}
 		}
 	}
+}
+
+func FuzzStripPastedKeepRuleBlocks(f *testing.F) {
+	f.Add("All reports must start with the following header:\n```\nOwner: x\n```")
+	f.Add("Summarise the following:\n```\nx\n```")
+	f.Add("```\n\ue0000\ue001\n```")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := StripPasted(s, KeepRuleBlocks)
+		if strings.Contains(out, blockOpen) && !strings.Contains(s, blockOpen) {
+			t.Fatalf("a placeholder leaked: %q -> %q", s, out)
+		}
+		if len(out) > len(s)+1 && utf8.ValidString(s) {
+			t.Fatalf("output longer than input: %q -> %q", s, out)
+		}
+	})
 }

@@ -22,6 +22,11 @@ type Finding = safety.Finding
 // with the memory layer's.
 func CheckText(text string) []Finding { return safety.CheckSkill(text) }
 
+// Check runs CheckText over everything of a skill that reaches a prompt.
+func Check(s *Skill) []Finding {
+	return CheckText(skillText(s.Name, s.Description, s.Tags, s.Body))
+}
+
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -72,6 +72,7 @@ func TestCheckTextAllowsOrdinarySkills(t *testing.T) {
 		"Run `curl -sv https://developer.mozilla.org/` to check TLS, and `ssh deploy@host` only with the user's key.",
 		"Edit config.yaml and main.go, then run `rsync -av build/ out/`.",
 		"Use 127.0.0.1:8080 or 10.0.0.5 for local services.",
+		"Before reporting a deploy as done, check `curl http://localhost:8080/healthz` and http://127.0.0.1:9090/metrics.",
 		"Ask before deleting files; keep confirmations on.",
 		"Rotate the token if it leaked; never paste it into chat.",
 	} {

@@ -129,6 +129,9 @@ type Report struct {
 	Pending   []string    `json:"pending,omitempty"` // waiting for review
 	Unchanged []string    `json:"unchanged,omitempty"`
 	Rejected  []Rejection `json:"rejected,omitempty"`
+	// InputRemoved counts the sentences of the session kept out of the
+	// evolver's prompt because they steer the agent (evolveinput.go).
+	InputRemoved int `json:"input_removed,omitempty"`
 }
 
 // RunSession reads the session's exchanges the evolver has not seen yet (up
@@ -170,8 +173,14 @@ func (ev *Evolver) RunSession(ctx context.Context, sessionID string, upTo int64)
 	if len(xs)-start > 24 {
 		start = len(xs) - 24
 	}
-	xs = xs[start:]
+	xs, notes := learnerInput(xs[start:])
 	contextFrom = max(0, contextFrom-start)
+	for _, n := range notes {
+		rep.InputRemoved += len(n.removed)
+		for _, f := range n.removed {
+			ev.o.Log.Warn().Str("session", sessionID).Str("rule", f.Rule).Str("detail", f.Detail).Msg("skills: steering text kept out of the evolver's input")
+		}
+	}
 	fresh := xs[min(contextFrom, len(xs)):]
 	rep.Exchanges = len(fresh)
 	ann := annotate(xs)
@@ -205,7 +214,7 @@ func (ev *Evolver) RunSession(ctx context.Context, sessionID string, upTo int64)
 		texts = texts[len(texts)-6:]
 	}
 	related, others := ev.context(ctx, texts)
-	prompt := buildEvolverPrompt(related, others, ann, contextFrom, ev.o.MaxNewSkills)
+	prompt := buildEvolverPrompt(related, others, ann, notes, contextFrom, ev.o.MaxNewSkills, newFence())
 	temp := 0.2
 	resp, err := ev.o.LLM.Complete(ctx, llm.Request{
 		System: evolverSystem + ProposalSchema, Messages: []llm.Message{{Role: "user", Content: prompt}},

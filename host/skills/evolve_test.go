@@ -57,12 +57,7 @@ func newFakeEvolver(t *testing.T) *fakeEvolver {
 			<-r.Context().Done()
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-evolver", "object": "chat.completion", "model": "evolver-model",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": f.answer.Load().(string)}}},
-			"usage":   map[string]any{"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500},
-		})
+		writeCompletion(w, f.answer.Load().(string), 1200, 300)
 	}))
 	t.Cleanup(f.Close)
 	return f
@@ -75,6 +70,16 @@ func (f *fakeEvolver) lastPrompt() string {
 		return ""
 	}
 	return f.prompts[len(f.prompts)-1]
+}
+
+// writeCompletion answers in the OpenAI chat completion format.
+func writeCompletion(w http.ResponseWriter, content string, in, out int) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-evolver", "object": "chat.completion", "created": 1764472580, "model": "evolver-model",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}},
+		"usage":   map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
+	})
 }
 
 // syncBuffer collects log output from several goroutines.
