@@ -5,6 +5,7 @@
 package msgcontent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,13 +90,8 @@ func Text(raw json.RawMessage) string {
 }
 
 func firstByte(b []byte) byte {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		default:
-			return c
-		}
+	if b = bytes.TrimLeft(b, " \t\n\r"); len(b) > 0 {
+		return b[0]
 	}
 	return 0
 }
