@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/metaclaw-go/metaclaw/adapters/internal/edit"
+	"github.com/metaclaw-go/metaclaw/internal/atomicfile"
 )
 
 // Engine applies plans: it prints the diff, asks, backs up, writes
@@ -494,39 +495,9 @@ func hashCommands(cmds []Command) string {
 }
 
 // WriteAtomic replaces path with data: a temp file in the same directory,
-// fsync, chmod, rename, fsync of the directory.
-func WriteAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".metaclaw-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err = tmp.Chmod(mode); err != nil {
-		return fmt.Errorf("chmod %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	if d, e := os.Open(dir); e == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+// fsync, chmod, rename, fsync of the directory (internal/atomicfile).
+func WriteAtomic(path string, data []byte, mode fs.FileMode) error {
+	return atomicfile.Write(path, data, mode)
 }
 
 // PromptConfirm asks on r/w and reads y/yes.

@@ -19,14 +19,16 @@ var stdioSide = []string{"plugin", "plugin/mcpserver"}
 // entry must be as light (check `go list -deps`); the host itself is
 // started by exec (`metaclaw start`), never linked.
 var allowedHost = map[string]bool{
-	"plugin":            true,
-	"plugin/mcpserver":  true,
-	"host/rpc/protocol": true,
-	"host/onoff":        true,
-	"host/block":        true,
-	"host/usertext":     true,
-	"host/version":      true,
-	"host/config":       true,
+	"plugin":              true,
+	"plugin/mcpserver":    true,
+	"host/rpc/protocol":   true,
+	"host/onoff":          true,
+	"host/block":          true,
+	"host/usertext":       true,
+	"host/version":        true,
+	"host/config":         true,
+	"host/msgcontent":     true, // stdlib only
+	"internal/atomicfile": true, // stdlib only
 }
 
 // forbiddenThirdParty must never be linked by the stdio side.

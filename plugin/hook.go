@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 )
 
@@ -200,7 +201,7 @@ func hermesUserTexts(extra map[string]json.RawMessage) []string {
 	_ = json.Unmarshal(extra["conversation_history"], &hist)
 	for _, m := range hist {
 		if m.Role == "user" {
-			if t := textContent(m.Content); t != "" {
+			if t := msgcontent.Text(m.Content); t != "" {
 				texts = append(texts, t)
 			}
 		}
@@ -212,31 +213,6 @@ func hermesUserTexts(extra map[string]json.RawMessage) []string {
 		texts = texts[len(texts)-3:]
 	}
 	return texts
-}
-
-// textContent flattens a string or a list of text parts/blocks.
-func textContent(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return ""
-	}
-	if raw[0] == '"' {
-		return str(raw)
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b []string
-	for _, p := range parts {
-		if (p.Type == "text" || p.Type == "input_text") && p.Text != "" {
-			b = append(b, p.Text)
-		}
-	}
-	return strings.Join(b, "\n")
 }
 
 func deliver(ctx context.Context, o HookOptions, method string, params any) {
@@ -368,7 +344,7 @@ func readTranscriptTail(path string, maxBytes int64) transcriptTurn {
 		if lines[i].Type != "user" {
 			continue
 		}
-		if txt := textContent(lines[i].Message.Content); txt != "" {
+		if txt := msgcontent.Text(lines[i].Message.Content); txt != "" {
 			t.user, t.userUUID, start = txt, lines[i].UUID, i
 			break
 		}
@@ -377,7 +353,7 @@ func readTranscriptTail(path string, maxBytes int64) transcriptTurn {
 		if l.Type != "assistant" {
 			continue
 		}
-		if txt := textContent(l.Message.Content); txt != "" {
+		if txt := msgcontent.Text(l.Message.Content); txt != "" {
 			t.assistant = txt
 		}
 		if l.Message.Model != "" {

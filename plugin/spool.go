@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/metaclaw-go/metaclaw/internal/atomicfile"
 )
 
 // Spool holds observe/end events the host could not take, one file per
@@ -88,13 +90,7 @@ func (s *Spool) Claim(e Entry) (*Claim, error) {
 	s.makeRoom(int64(len(b)))
 	name := fmt.Sprintf("%020d-%d-%d.json", time.Now().UnixNano(), os.Getpid(), s.seq.Add(1))
 	claimed := filepath.Join(s.dir, name+claimSuffix())
-	tmp := claimed + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		os.Remove(tmp)
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	if err := os.Rename(tmp, claimed); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(claimed, b, 0o600); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	return &Claim{path: claimed, base: filepath.Join(s.dir, name)}, nil
@@ -127,7 +123,9 @@ func (s *Spool) files() []spoolFile {
 	}
 	var out []spoolFile
 	for _, e := range ents {
-		if !e.Type().IsRegular() || strings.HasSuffix(e.Name(), ".tmp") {
+		// dot files are atomicfile's temp files still being written (maybe by
+		// another process); .tmp ones are from older versions
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") || strings.HasSuffix(e.Name(), ".tmp") {
 			continue
 		}
 		info, err := e.Info()

@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
-	"github.com/metaclaw-go/metaclaw/host/daemon"
 	"github.com/metaclaw-go/metaclaw/host/scheduler"
 	"github.com/metaclaw-go/metaclaw/host/scheduler/calendar"
-	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
 // calendarLogout revokes the grant at Google, deletes the token from the
@@ -36,7 +34,7 @@ func calendarLogout(ctx context.Context, out io.Writer, h string, cfg *config.Co
 	if err != nil {
 		return fmt.Errorf("calendar logout: %w", err)
 	}
-	st, err := store.OpenSQLite(ctx, daemon.PathsFor(h).DB)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

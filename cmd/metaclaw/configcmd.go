@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -68,8 +67,7 @@ func newConfigKeysCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys := config.Keys()
 			if asJSON {
-				b, _ := json.MarshalIndent(keys, "", "  ")
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				_ = printJSON(cmd.OutOrStdout(), keys)
 				return nil
 			}
 			for _, k := range keys {
@@ -81,7 +79,7 @@ func newConfigKeysCmd() *cobra.Command {
 			}
 			return nil
 		}}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(c, &asJSON)
 	return c
 }
 
@@ -125,11 +123,7 @@ func newConfigGetCmd() *cobra.Command {
 // getConfig prints one value; secrets are masked unless reveal, so a key
 // does not land in a terminal, a screen share or a pasted transcript by accident.
 func getConfig(cmd *cobra.Command, key string, reveal bool) error {
-	h, err := home()
-	if err != nil {
-		return err
-	}
-	cfg, err := config.Load(h)
+	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -154,8 +153,7 @@ func newHostDoctor(cmd *cobra.Command, asJSON, noProbe bool) (*hostDoctor, error
 	cfg, f := doctorConfig(h)
 	if cfg == nil {
 		if asJSON {
-			b, _ := json.MarshalIndent([]adapters.Finding{f}, "", "  ")
-			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			_ = printJSON(cmd.OutOrStdout(), []adapters.Finding{f})
 		} else {
 			printFindings(cmd.OutOrStdout(), []adapters.Finding{f})
 		}

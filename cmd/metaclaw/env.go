@@ -30,14 +30,11 @@ The key is proxy.api_key from $METACLAW_HOME/secrets.yaml (generated now if
 there is none yet). The output holds it: do not paste it anywhere public.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := home()
+			cfg, err := loadConfig()
 			if err != nil {
 				return err
 			}
-			cfg, err := config.Load(h)
-			if err != nil {
-				return err
-			}
+			h := cfg.Home
 			if _, err := config.EnsureProxyKey(cfg); err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -36,14 +35,11 @@ Without a config file it starts on defaults (127.0.0.1:30000) and takes the
 upstream from OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := home()
-			if err != nil {
-				return err
-			}
-			cfg, err := config.Load(h)
+			cfg, err := loadConfig()
 			if err != nil {
 				return withConfigFix(err)
 			}
+			h := cfg.Home
 			if cmd.Flags().Changed("mode") {
 				cfg.Mode = mode
 			}
@@ -156,8 +152,7 @@ counts of turns/sessions/skills/memories, background jobs and RL state.
 			info, err := daemon.ReadInfo(h)
 			if errors.Is(err, daemon.ErrNotRunning) {
 				if asJSON {
-					b, _ := json.MarshalIndent(daemon.Status{Running: false, Version: "", Providers: []string{}}, "", "  ")
-					fmt.Fprintln(out, string(b))
+					_ = printJSON(out, daemon.Status{Running: false, Version: "", Providers: []string{}})
 				} else {
 					fmt.Fprintln(out, "metaclaw is not running (start it with `metaclaw start`)")
 				}
@@ -177,15 +172,14 @@ counts of turns/sessions/skills/memories, background jobs and RL state.
 				return err
 			}
 			if asJSON {
-				b, _ := json.MarshalIndent(st, "", "  ")
-				fmt.Fprintln(out, string(b))
+				_ = printJSON(out, st)
 				return nil
 			}
 			printStatus(out, st)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 

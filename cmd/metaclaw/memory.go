@@ -33,11 +33,7 @@ type memEnv struct {
 }
 
 func memOpen(cmd *cobra.Command) (*memEnv, error) {
-	h, err := home()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := config.Load(h)
+	cfg, err := loadConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +41,7 @@ func memOpen(cmd *cobra.Command) (*memEnv, error) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: memory.sidecar_url is set; this host's memory lives at %s (this command reads the local store)\n", cfg.Memory.SidecarURL)
 	}
 	// SQLite in WAL mode: safe to open while the host runs.
-	st, err := store.OpenSQLite(cmd.Context(), daemon.PathsFor(h).DB)
+	st, err := openStore(cmd.Context(), cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -72,13 +68,6 @@ func (f *memScopeFlags) key() string {
 		return ""
 	}
 	return core.Scope{UserID: f.user, WorkspaceID: f.workspace, Explicit: f.scope}.Key()
-}
-
-func memPrintJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 func memShort(s string, n int) string {
@@ -189,7 +178,7 @@ func newMemListCmd() *cobra.Command {
 				if units == nil {
 					units = []memory.Unit{}
 				}
-				return memPrintJSON(cmd.OutOrStdout(), map[string]any{"memories": units})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"memories": units})
 			}
 			memPrintUnits(cmd.OutOrStdout(), units)
 			return nil
@@ -200,7 +189,7 @@ func newMemListCmd() *cobra.Command {
 	cmd.Flags().StringVar(&typ, "type", "", "preference, semantic, project_state, episodic or working_summary")
 	cmd.Flags().StringVar(&status, "status", "active", "active, superseded or all")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -228,7 +217,7 @@ func newMemSearchCmd() *cobra.Command {
 				if hits == nil {
 					hits = []memory.Hit{}
 				}
-				return memPrintJSON(cmd.OutOrStdout(), map[string]any{"results": hits})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"results": hits})
 			}
 			if len(hits) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no memory matches")
@@ -245,7 +234,7 @@ func newMemSearchCmd() *cobra.Command {
 	sf.add(cmd)
 	cmd.Flags().StringVar(&agent, "agent", "", "search as this agent (the scope's shared units and its own); default every agent's")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -273,7 +262,7 @@ func newMemShowCmd() *cobra.Command {
 				if ev == nil {
 					ev = []memory.Event{}
 				}
-				return memPrintJSON(cmd.OutOrStdout(), map[string]any{"memory": u, "events": ev})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"memory": u, "events": ev})
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%s  %s  %s\n%s\n\n", u.ID, u.Type, u.Status, u.Content)
@@ -303,7 +292,7 @@ func newMemShowCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -338,7 +327,7 @@ func newMemAddCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return memPrintJSON(cmd.OutOrStdout(), map[string]any{"memory": u, "outcome": outcome})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"memory": u, "outcome": outcome})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (%s, scope %s): %s\n", outcome, u.ID, u.Type, u.Scope, u.Content)
 			return nil
@@ -350,7 +339,7 @@ func newMemAddCmd() *cobra.Command {
 	cmd.Flags().StringVar(&tags, "tags", "", "comma-separated tags")
 	cmd.Flags().Float64Var(&importance, "importance", 0, "0..1 (default 0.8)")
 	cmd.Flags().StringVar(&expires, "expires", "", "forget automatically after this (30d, 12h, or an RFC 3339 time)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -415,7 +404,7 @@ func newMemEditCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return memPrintJSON(cmd.OutOrStdout(), map[string]any{"memory": u})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"memory": u})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "edited %s (%s): %s\n", u.ID, u.Type, u.Content)
 			return nil
@@ -427,7 +416,7 @@ func newMemEditCmd() *cobra.Command {
 	cmd.Flags().StringVar(&tags, "tags", "", "new comma-separated tags")
 	cmd.Flags().StringVar(&expires, "expires", "", "expire after this (30d, 12h, or an RFC 3339 time)")
 	cmd.Flags().BoolVar(&noExpiry, "no-expiry", false, "never expire")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -461,13 +450,13 @@ func newMemForgetCmd() *cobra.Command {
 				}
 			}
 			if asJSON {
-				return memPrintJSON(cmd.OutOrStdout(), map[string]any{"forgotten": done})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"forgotten": done})
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "cli", "why (kept in the audit record)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -538,7 +527,7 @@ func newMemImportCmd() *cobra.Command {
 				_ = e.mem.Optimize(cmd.Context())
 			}
 			if asJSON {
-				return memPrintJSON(cmd.OutOrStdout(), res)
+				return printJSON(cmd.OutOrStdout(), res)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "imported %d, skipped %d (already present)\n", res.Imported, res.Skipped)
 			if res.Refused > 0 {
@@ -550,7 +539,7 @@ func newMemImportCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -572,7 +561,7 @@ func newMemStatsCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return memPrintJSON(cmd.OutOrStdout(), st)
+				return printJSON(cmd.OutOrStdout(), st)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "active memories:   %d\nsuperseded:        %d\npending turns:     %d\nbuffered turns:    %d\nsessions ingested: %d\naudit records:     %d\nrefused:           %d\n",
@@ -592,7 +581,7 @@ func newMemStatsCmd() *cobra.Command {
 		},
 	}
 	sf.add(cmd)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -608,14 +597,11 @@ the session's end. When the host runs, it is asked over HTTP (POST
 /v1/memory/ingest); otherwise the store is ingested in this process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := home()
+			cfg, err := loadConfig()
 			if err != nil {
 				return err
 			}
-			cfg, err := config.Load(h)
-			if err != nil {
-				return err
-			}
+			h := cfg.Home
 			var out struct {
 				memory.IngestResponse
 				Via string `json:"via"`
@@ -626,7 +612,7 @@ the session's end. When the host runs, it is asked over HTTP (POST
 				}
 				out.Via = "host"
 			} else {
-				st, err := store.OpenSQLite(cmd.Context(), daemon.PathsFor(h).DB)
+				st, err := openStore(cmd.Context(), cfg)
 				if err != nil {
 					return err
 				}
@@ -660,7 +646,7 @@ the session's end. When the host runs, it is asked over HTTP (POST
 				out.Sessions = []string{}
 			}
 			if asJSON {
-				return memPrintJSON(cmd.OutOrStdout(), out)
+				return printJSON(cmd.OutOrStdout(), out)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ingested %d turns from %d session(s) (%s): %d added, %d reinforced, %d superseded\n",
 				out.Turns, len(out.Sessions), out.Via, out.Added, out.Reinforced, out.Superseded)
@@ -668,7 +654,7 @@ the session's end. When the host runs, it is asked over HTTP (POST
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "only this session")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 

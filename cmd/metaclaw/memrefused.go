@@ -53,7 +53,7 @@ often it was seen. Nothing listed here reaches a prompt.`,
 				return err
 			}
 			if asJSON {
-				return memPrintJSON(w, map[string]any{"refused": list})
+				return printJSON(w, map[string]any{"refused": list})
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(w, "no refused memories")
@@ -74,6 +74,6 @@ often it was seen. Nothing listed here reaches a prompt.`,
 	sf.add(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 100, "most refusals listed (newest first)")
 	cmd.Flags().StringVar(&dismiss, "dismiss", "", "delete a reviewed refusal by id, or all")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }

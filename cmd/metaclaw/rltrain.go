@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
-	"github.com/metaclaw-go/metaclaw/host/daemon"
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
 	"github.com/metaclaw-go/metaclaw/host/rl/connect"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
@@ -41,11 +40,11 @@ type rlStore struct {
 }
 
 func openRLStore(ctx context.Context) (*rlStore, error) {
-	cfg, err := loadSkillsConfig()
+	cfg, err := loadConfig()
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.OpenSQLite(ctx, daemon.PathsFor(cfg.Home).DB)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +251,7 @@ func newRLSamplesCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().StringVar(&state, "state", "", "only samples in this state: pending, scored, claimed, trained, dropped")
 	cmd.Flags().StringVar(&session, "session", "", "only this session's samples")
 	cmd.Flags().IntVar(&limit, "limit", 30, "at most this many (newest first, up to 1000)")
@@ -358,7 +357,7 @@ func newRLHistoryCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().BoolVar(&all, "all", false, "include steps rolled back by `metaclaw rl resume`")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many steps")
 	return cmd
@@ -428,7 +427,7 @@ func newRLCheckpointsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().BoolVar(&service, "service", false, "also list what the training service holds for the current model")
 	cmd.Flags().BoolVar(&all, "all", false, "include checkpoints of rolled-back steps")
 	return cmd
@@ -476,7 +475,7 @@ saves a checkpoint, which the host resumes from at its next start.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -588,7 +587,7 @@ Without a running host the resume point is recorded and used at the next start.`
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 

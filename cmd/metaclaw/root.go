@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
+	"github.com/metaclaw-go/metaclaw/host/daemon"
+	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/version"
 )
 
@@ -48,3 +53,33 @@ func newVersionCmd() *cobra.Command {
 
 // home resolves $METACLAW_HOME.
 func home() (string, error) { return config.Home() }
+
+// loadConfig loads the configuration of $METACLAW_HOME (cfg.Home is that
+// directory).
+func loadConfig() (*config.Config, error) {
+	h, err := home()
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(h)
+}
+
+// openStore opens the store of cfg's home. SQLite in WAL mode: safe to open
+// while the host runs.
+func openStore(ctx context.Context, cfg *config.Config) (*store.SQLite, error) {
+	return store.OpenSQLite(ctx, daemon.PathsFor(cfg.Home).DB)
+}
+
+// jsonFlag adds the --json flag that switches a command to printJSON.
+func jsonFlag(cmd *cobra.Command, asJSON *bool) {
+	cmd.Flags().BoolVar(asJSON, "json", false, "print JSON")
+}
+
+// printJSON writes v as indented JSON (HTML characters as they are) and a
+// newline: the --json output of every command.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

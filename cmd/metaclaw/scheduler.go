@@ -14,11 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
-	"github.com/metaclaw-go/metaclaw/host/daemon"
 	"github.com/metaclaw-go/metaclaw/host/scheduler"
 	"github.com/metaclaw-go/metaclaw/host/scheduler/assemble"
 	"github.com/metaclaw-go/metaclaw/host/scheduler/calendar"
-	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
 func newSchedulerCmd() *cobra.Command {
@@ -37,15 +35,11 @@ While the host runs these commands use its API; otherwise they read the store.`,
 // offlineScheduler builds a read-only scheduler over the store for a host
 // that is not running.
 func offlineScheduler(ctx context.Context) (*scheduler.Scheduler, *config.Config, func(), error) {
-	h, err := home()
+	cfg, err := loadConfig()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cfg, err := config.Load(h)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	st, err := store.OpenSQLite(ctx, daemon.PathsFor(h).DB)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -189,7 +183,7 @@ func newSchedulerNextCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -220,7 +214,7 @@ func newSchedulerPauseCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&dur, "for", 0, "pause for this long (e.g. 2h); default until resumed")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -242,7 +236,7 @@ func newSchedulerResumeCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -285,11 +279,7 @@ Needs scheduler.calendar.credentials_path: the JSON of an OAuth client of type
 "Desktop app" from the Google Cloud console (Calendar API enabled).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := home()
-			if err != nil {
-				return err
-			}
-			cfg, err := config.Load(h)
+			cfg, err := loadConfig()
 			if err != nil {
 				return err
 			}
@@ -329,14 +319,11 @@ Needs scheduler.calendar.credentials_path: the JSON of an OAuth client of type
 		Short: "Revoke the calendar grant at Google, delete the token and the cached events",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := home()
+			cfg, err := loadConfig()
 			if err != nil {
 				return err
 			}
-			cfg, err := config.Load(h)
-			if err != nil {
-				return err
-			}
+			h := cfg.Home
 			return calendarLogout(cmd.Context(), cmd.OutOrStdout(), h, cfg)
 		},
 	}

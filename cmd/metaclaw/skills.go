@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
-	"github.com/metaclaw-go/metaclaw/host/daemon"
 	"github.com/metaclaw-go/metaclaw/host/skills"
 	"github.com/metaclaw-go/metaclaw/host/skills/bank"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -60,21 +58,13 @@ func (e *skillsEnv) Close() {
 	}
 }
 
-func loadSkillsConfig() (*config.Config, error) {
-	h, err := home()
-	if err != nil {
-		return nil, err
-	}
-	return config.Load(h)
-}
-
 // openSkills opens the store and the library (which syncs the index with the files).
 func openSkills(ctx context.Context) (*skillsEnv, error) {
-	cfg, err := loadSkillsConfig()
+	cfg, err := loadConfig()
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.OpenSQLite(ctx, daemon.PathsFor(cfg.Home).DB)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -97,13 +87,6 @@ func withSkills(cmd *cobra.Command, fn func(ctx context.Context, e *skillsEnv) e
 	}
 	defer e.Close()
 	return fn(ctx, e)
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 func cliEvent(action string) skills.Event { return skills.Event{Action: action, Source: "cli"} }
@@ -161,7 +144,7 @@ func newSkillsListCmd() *cobra.Command {
 				return nil
 			})
 		}}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(c, &asJSON)
 	c.Flags().StringVar(&status, "status", "", "only this status: active, pending or disabled")
 	c.Flags().StringVar(&agent, "agent", "", "only skills that apply to this agent")
 	c.Flags().StringVar(&category, "category", "", "only this category")
@@ -217,7 +200,7 @@ func newSkillsShowCmd() *cobra.Command {
 				return nil
 			})
 		}}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(c, &asJSON)
 	c.Flags().BoolVar(&proposal, "proposal", false, "show the pending edit (PROPOSED.md)")
 	return c
 }
@@ -264,7 +247,7 @@ func newSkillsSearchCmd() *cobra.Command {
 				return tw.Flush()
 			})
 		}}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(c, &asJSON)
 	c.Flags().BoolVar(&all, "all", false, "include pending and disabled skills, and weak matches")
 	c.Flags().StringVar(&agent, "agent", "", "as this agent sees it (agent-scoped skills)")
 	c.Flags().IntVar(&limit, "limit", 6, "how many")
@@ -558,7 +541,7 @@ func newSkillsHistoryCmd() *cobra.Command {
 				return nil
 			})
 		}}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(c, &asJSON)
 	c.Flags().IntVar(&limit, "limit", 50, "how many rows")
 	c.Flags().Int64Var(&show, "show", 0, "print the SKILL.md of history row ID")
 	return c
@@ -639,7 +622,7 @@ exfiltration, unknown hosts) and skipped when they fail, unless --force.`,
 				return nil
 			})
 		}}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(c, &asJSON)
 	c.Flags().BoolVar(&o.Overwrite, "overwrite", false, "replace skills with the same name (generation bumped, old version in history)")
 	c.Flags().BoolVar(&o.Pending, "pending", false, "import as pending: nothing is injected until approved")
 	c.Flags().BoolVar(&o.Force, "force", false, "import skills that fail the safety checks")
@@ -650,7 +633,7 @@ func newSkillsLintCmd() *cobra.Command {
 	var asJSON, check bool
 	c := &cobra.Command{Use: "lint", Short: "Check every SKILL.md; exits 1 if a file cannot be loaded", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadSkillsConfig()
+			cfg, err := loadConfig()
 			if err != nil {
 				return err
 			}
@@ -681,7 +664,7 @@ func newSkillsLintCmd() *cobra.Command {
 			}
 			return nil
 		}}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(c, &asJSON)
 	c.Flags().BoolVar(&check, "check", false, "also run the safety checks evolved skills must pass")
 	return c
 }
@@ -706,7 +689,7 @@ func newSkillsInstallBankCmd() *cobra.Command {
 				return nil
 			})
 		}}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(c, &asJSON)
 	return c
 }
 

@@ -25,14 +25,11 @@ func newStoreCmd() *cobra.Command {
 
 // storeOpen opens the database (WAL: safe while the host runs).
 func storeOpen(cmd *cobra.Command) (*config.Config, *store.SQLite, string, error) {
-	h, err := home()
+	cfg, err := loadConfig()
 	if err != nil {
 		return nil, nil, "", err
 	}
-	cfg, err := config.Load(h)
-	if err != nil {
-		return nil, nil, "", err
-	}
+	h := cfg.Home
 	path := daemon.PathsFor(h).DB
 	st, err := store.OpenSQLite(cmd.Context(), path)
 	if err != nil {
@@ -67,13 +64,13 @@ func newStoreStatsCmd() *cobra.Command {
 				prunable = &rep
 			}
 			if asJSON {
-				return memPrintJSON(cmd.OutOrStdout(), map[string]any{"stats": stats, "retain_days": cfg.Store.RetainDays, "prunable": prunable})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"stats": stats, "retain_days": cfg.Store.RetainDays, "prunable": prunable})
 			}
 			printStoreStats(cmd.OutOrStdout(), stats, cfg.Store.RetainDays, prunable)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -153,7 +150,7 @@ func newStorePruneCmd() *cobra.Command {
 			}
 			after, _ := st.Stats(cmd.Context(), path)
 			if asJSON {
-				return memPrintJSON(cmd.OutOrStdout(), map[string]any{"prune": rep, "pages_freed": freed,
+				return printJSON(cmd.OutOrStdout(), map[string]any{"prune": rep, "pages_freed": freed,
 					"file_bytes_before": before.FileBytes, "file_bytes_after": after.FileBytes, "auto_vacuum": after.AutoVacuum})
 			}
 			w := cmd.OutOrStdout()
@@ -174,7 +171,7 @@ func newStorePruneCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	cmd.Flags().BoolVar(&vacuum, "vacuum", false, "rebuild the whole file afterwards (switches an old database to incremental vacuum; needs free disk space the size of the database and blocks writes while it runs)")
 	cmd.Flags().IntVar(&days, "days", 0, "retention in days for this run (default store.retain_days)")

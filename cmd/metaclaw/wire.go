@@ -311,8 +311,7 @@ check fails.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				b, _ := json.MarshalIndent(findings, "", "  ")
-				fmt.Fprintln(w, string(b))
+				_ = printJSON(w, findings)
 			} else {
 				printFindings(w, findings)
 			}

@@ -2,8 +2,11 @@ package apiformat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 )
 
 // defaultMaxTokens is sent to Anthropic when an OpenAI client gave no limit:
@@ -503,37 +506,14 @@ func openAIToolChoice(raw json.RawMessage) *antToolChoice {
 	return nil
 }
 
-// openAIContentText flattens string or text-part content.
+// openAIContentText flattens string or text-part content; a refusal part is
+// what the model said, so it is text too.
 func openAIContentText(raw json.RawMessage, sep string) (string, error) {
-	switch jsonKind(raw) {
-	case 0, 'n':
-		return "", nil
-	case '"':
-		return jsonString(raw)
-	case '[':
-		var parts []oaiPart
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", err
-		}
-		var b strings.Builder
-		first := true
-		for i := range parts {
-			t := parts[i].Text
-			if parts[i].Type == "refusal" {
-				t = parts[i].Refusal
-			} else if parts[i].Type != "text" {
-				continue
-			}
-			if !first {
-				b.WriteString(sep)
-			}
-			first = false
-			b.WriteString(t)
-		}
-		return b.String(), nil
-	default:
+	c, err := msgcontent.Read(raw, msgcontent.Options{Sep: sep, Refusals: true})
+	if errors.Is(err, msgcontent.ErrNotContent) {
 		return "", fmt.Errorf("content must be a string, an array or null")
 	}
+	return c.Text, err
 }
 
 // nonBlank reports whether s has a non-whitespace character; Anthropic

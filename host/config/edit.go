@@ -3,11 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/metaclaw-go/metaclaw/internal/atomicfile"
 )
 
 // editMu serialises Set/Unset inside one process. Across processes each
@@ -158,7 +159,8 @@ func edit(home, key string, strictHost bool, change func(cfg, sec *editFile) err
 		if ef == sec || !ef.exists || holdsSecrets(ef.out) {
 			mode &^= 0o077
 		}
-		if err := writeAtomic(ef.path, ef.out, mode); err != nil {
+		// A symlinked file is written at its target so dotfile managers keep working.
+		if err := atomicfile.Write(atomicfile.Resolve(ef.path), ef.out, mode); err != nil {
 			return err
 		}
 	}
@@ -196,46 +198,6 @@ func holdsSecrets(data []byte) bool {
 	var errs errList
 	decodeFile(c, ConfigFile, "config", false, data, &errs)
 	return len(c.fileSecrets["config"]) > 0
-}
-
-// writeAtomic replaces path with data: temp file in the same directory,
-// fsync, rename, fsync of the directory. A symlinked file is replaced at its
-// target so dotfile managers keep working.
-func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	if real, e := filepath.EvalSymlinks(path); e == nil {
-		path = real
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return wrapf(err, "write %s", path)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(mode); err != nil {
-		return wrapf(err, "write %s", path)
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return wrapf(err, "write %s", path)
-	}
-	if err = tmp.Sync(); err != nil {
-		return wrapf(err, "sync %s", path)
-	}
-	if err = tmp.Close(); err != nil {
-		return wrapf(err, "write %s", path)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return wrapf(err, "replace %s", path)
-	}
-	if d, e := os.Open(dir); e == nil {
-		_ = d.Sync() // best effort: not every platform can fsync a directory
-		_ = d.Close()
-	}
-	return nil
 }
 
 // errNotSection is returned when a path runs through a non-mapping value.

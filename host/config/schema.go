@@ -20,7 +20,7 @@ package config
 
 // Config is the whole MetaClaw configuration.
 type Config struct {
-	Mode              string `yaml:"mode" default:"auto" enum:"auto,rl,skills_only" alias:"madmax=auto" desc:"Operating mode: skills_only injects skills/memories and learns them; rl and auto also run RL once a training backend is configured: the user's policy model on that backend answers main turns, every answer is stored as a judged sample, and the LoRA trains on them, as soon as a batch is ready (rl) or only in idle/sleep windows (auto; the scheduler is forced on). Without a backend RL stays inactive and metaclaw status says why. Python's old name \"madmax\" is read as auto."`
+	Mode              string `yaml:"mode" default:"auto" enum:"auto,rl,skills_only" alias:"madmax=auto" desc:"Operating mode: skills_only injects skills/memories and learns them; rl and auto also run RL once a training backend is configured: the user's policy model on that backend answers main turns, every answer is stored as a sample, and, with a judge (rl.prm_*, plugins.judge) or an OPD teacher to score them, the LoRA trains on them, as soon as a batch is ready (rl) or only in idle/sleep windows (auto; the scheduler is forced on). Without a backend RL stays inactive and metaclaw status says why. Python's old name \"madmax\" is read as auto."`
 	ClawType          string `yaml:"claw_type" default:"none" enum:"openclaw,copaw,ironclaw,picoclaw,zeroclaw,nanoclaw,nemoclaw,hermes,none" alias:"=none" desc:"Agent client that metaclaw wires to the proxy; none leaves client configs untouched."`
 	ConfigureOpenClaw bool   `yaml:"configure_openclaw" default:"true" status:"legacy" desc:"Old Python switch (false meant claw_type none); use claw_type instead."`
 	BedrockRegion     string `yaml:"bedrock_region" status:"legacy" desc:"Old top-level AWS Bedrock region; Bedrock is not supported."`
@@ -149,7 +149,7 @@ type Memory struct {
 
 // RL configures RL sample collection and cloud LoRA training.
 type RL struct {
-	Enabled             bool    `yaml:"enabled" default:"false" desc:"Run RL (also on when mode is rl or auto): with a training backend configured, main turns are answered by the policy model, stored as judged samples and trained on (docs/rl.md)."`
+	Enabled             bool    `yaml:"enabled" default:"false" desc:"Run RL (also on when mode is rl or auto): with a training backend configured, main turns are answered by the policy model and stored as samples, which train the LoRA once a judge or OPD teacher scores them (docs/rl.md)."`
 	Backend             string  `yaml:"backend" default:"auto" enum:"auto,tinker,mint,weaver,plugin" desc:"Training backend: tinker and mint speak Tinker's JSON protocol, weaver its REST API, plugin a Trainer sub-plugin (plugins.trainer); auto picks weaver or mint from WEAVER_*/MINT_* env, an sk-mint- key or the base URL's host, else tinker."`
 	Model               string  `yaml:"model" desc:"Base model to train a LoRA on; empty = llm.model_id."`
 	APIKey              string  `yaml:"api_key" secret:"1" desc:"Training backend API key (Tinker: tml-…, sent as X-API-Key; MinT: sk-mint-…; Weaver: sk-…). Empty: TINKER_API_KEY, MINT_API_KEY or WEAVER_API_KEY by backend."`

@@ -339,34 +339,6 @@ func TestSetFileModeAndAtomicity(t *testing.T) {
 	}
 }
 
-func TestWriteAtomicFailureLeavesOriginal(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, ConfigFile)
-	if err := os.WriteFile(path, []byte("mode: rl\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// Renaming onto a directory fails after the temp file was written.
-	target := filepath.Join(dir, "sub")
-	if err := os.Mkdir(target, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(target, "x"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeAtomic(target, []byte("mode: auto\n"), 0o600); err == nil {
-		t.Fatal("rename onto a non-empty directory succeeded")
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if strings.Contains(e.Name(), ".tmp-") {
-			t.Fatalf("temp file left behind: %s", e.Name())
-		}
-	}
-	if got := readFile(t, path); got != "mode: rl\n" {
-		t.Fatal(got)
-	}
-}
-
 func TestUnset(t *testing.T) {
 	tests := []struct {
 		name, content, secrets, key string

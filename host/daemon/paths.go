@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/internal/atomicfile"
 )
 
 // Paths are the host's files under $METACLAW_HOME.
@@ -63,11 +64,7 @@ func writeInfo(path string, info Info) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write pid file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write pid file: %w", err)
 	}
 	return nil

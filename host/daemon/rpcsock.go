@@ -12,6 +12,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rpc"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/host/version"
+	"github.com/metaclaw-go/metaclaw/internal/atomicfile"
 )
 
 // newRPCServer builds the JSON-RPC socket server for plugin processes. A
@@ -43,7 +44,7 @@ func listenRPC(home string, s *rpc.Server, log zerolog.Logger) func() {
 		return func() { s.Close() }
 	}
 	tokenPath := protocol.TokenPath(home)
-	if err := os.WriteFile(tokenPath, []byte(s.ShutdownToken()+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(tokenPath, []byte(s.ShutdownToken()+"\n"), 0o600); err != nil { // 0600 even over a stale file
 		log.Warn().Err(err).Msg("write rpc token")
 	}
 	log.Info().Str("socket", path).Msg("JSON-RPC socket listening")

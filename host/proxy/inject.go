@@ -6,6 +6,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 )
 
 var (
@@ -46,7 +47,7 @@ func (r *request) alreadyInjected() bool {
 func (r *request) injectedBlock() string {
 	if r.api == apiformat.Anthropic {
 		if sys, ok := lookup(r.fields, "system"); ok && hasMarker(sys) {
-			if b := core.FindBlock(contentText(sys)); b != "" {
+			if b := core.FindBlock(msgcontent.Text(sys)); b != "" {
 				return b
 			}
 		}
@@ -60,7 +61,7 @@ func (r *request) injectedBlock() string {
 			lastUserSeen = true
 		}
 		if (isSystem || isLastUser) && hasMarker(m.raw) {
-			if b := core.FindBlock(contentText(m.content())); b != "" {
+			if b := core.FindBlock(msgcontent.Text(m.content())); b != "" {
 				return b
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
 )
 
@@ -41,11 +42,6 @@ type msg struct {
 func (m msg) content() []byte {
 	c, _ := lookup(objectFields(m.raw), "content")
 	return c
-}
-
-type part struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
 }
 
 func parseRequest(api apiformat.API, body []byte) (*request, error) {
@@ -239,41 +235,11 @@ func deriveSession(agent string, r *request) string {
 	h.Write([]byte{0})
 	for _, m := range r.messages {
 		if m.role == "user" {
-			h.Write([]byte(contentText(m.content())))
+			h.Write([]byte(msgcontent.Text(m.content())))
 			break
 		}
 	}
 	return "auto-" + hex.EncodeToString(h.Sum(nil)[:8])
-}
-
-// contentText flattens a string or an array of text parts/blocks.
-func contentText(c json.RawMessage) string {
-	c = bytes.TrimSpace(c)
-	if len(c) == 0 {
-		return ""
-	}
-	switch c[0] {
-	case '"':
-		var s string
-		_ = json.Unmarshal(c, &s)
-		return s
-	case '[':
-		var parts []part
-		if json.Unmarshal(c, &parts) != nil {
-			return ""
-		}
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Type == "text" || p.Type == "input_text" {
-				if b.Len() > 0 {
-					b.WriteString("\n")
-				}
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String()
-	}
-	return ""
 }
 
 // recentUserTexts returns up to n recent user texts, oldest first, without
@@ -284,7 +250,7 @@ func (r *request) recentUserTexts(n int) []string {
 		if r.messages[i].role != "user" {
 			continue
 		}
-		if t := transcript.Clean(contentText(r.messages[i].content())); t != "" {
+		if t := transcript.Clean(msgcontent.Text(r.messages[i].content())); t != "" {
 			out = append(out, t)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
 	"github.com/metaclaw-go/metaclaw/host/version"
@@ -215,7 +216,7 @@ func userTexts(given []string, messages json.RawMessage) ([]string, error) {
 			if msgs[i].Role != "user" {
 				continue
 			}
-			if t := transcript.Clean(contentText(msgs[i].Content)); t != "" {
+			if t := transcript.Clean(msgcontent.Text(msgs[i].Content)); t != "" {
 				out = append([]string{t}, out...)
 			}
 		}
@@ -224,37 +225,6 @@ func userTexts(given []string, messages json.RawMessage) ([]string, error) {
 		out = out[len(out)-maxUserTexts:]
 	}
 	return out, nil
-}
-
-// contentText flattens string content or text parts/blocks (tool results
-// and images are not something the user wrote).
-func contentText(c json.RawMessage) string {
-	c = bytes.TrimSpace(c)
-	if len(c) == 0 {
-		return ""
-	}
-	if c[0] == '"' {
-		var s string
-		_ = json.Unmarshal(c, &s)
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(c, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" || p.Type == "input_text" {
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 func (s *Server) handleTrace(ctx context.Context, raw json.RawMessage) (any, error) {

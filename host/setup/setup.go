@@ -163,7 +163,8 @@ func (c Change) String() string {
 // `setup --help` and the plan show it. Keep it true as RL lands.
 const RLStatus = "With a backend, main turns are answered by your LoRA of the chosen model on it (its tokenizer: metaclaw rl fetch-tokenizer), " +
 	"every answer is stored as a sample scored by the judge, and the LoRA trains on the samples in the scheduler's windows " +
-	"(sleep hours, idle); each step is swapped into serving (docs/rl.md)"
+	"(sleep hours, idle); each step is swapped into serving. It needs a judge (or nothing trains) and is tested against fakes of " +
+	"these services, not the live ones (docs/rl.md)"
 
 // storedNote explains a secret read from an environment variable: it is
 // copied into secrets.yaml, so a host started anywhere has it.

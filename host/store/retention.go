@@ -270,14 +270,41 @@ func (s *SQLite) Vacuum(ctx context.Context) error {
 	return s.checkpoint(ctx)
 }
 
+// checkpointPatience bounds how long checkpoint retries a busy TRUNCATE;
+// the waits between tries double from 10 ms up to 500 ms.
+const checkpointPatience = 30 * time.Second
+
+// checkpointBusy is called after each busy try (tests use it to release the
+// reader that holds the log).
+var checkpointBusy = func(try int) {}
+
 // checkpoint copies the WAL into the database file and truncates it; the
-// file only shrinks after a vacuum once its pages are checkpointed.
+// file only shrinks after a vacuum once its pages are checkpointed. A reader
+// or the background checkpointer can keep it from finishing: SQLite then
+// answers busy rather than an error, so it is retried, backing off, and
+// reported as an error if it never completes.
 func (s *SQLite) checkpoint(ctx context.Context) error {
-	var busy, logPages, copied int64
-	if err := s.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &copied); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+	start := time.Now()
+	wait := 10 * time.Millisecond
+	for try := 1; ; try++ {
+		var busy, logPages, copied int64
+		if err := s.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &copied); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if busy == 0 {
+			return nil
+		}
+		checkpointBusy(try)
+		if time.Since(start) > checkpointPatience {
+			return fmt.Errorf("checkpoint: the log stayed busy for %d tries (a reader held it); the file shrinks at the next checkpoint", try)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("checkpoint: %w", ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
 	}
-	return nil
 }
 
 // FreePages reports the database's free pages and whether it is in

@@ -28,6 +28,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/subplugin/hashembed"
 	"github.com/metaclaw-go/metaclaw/host/subplugin/sdk"
+	epb "github.com/metaclaw-go/metaclaw/host/subplugin/sdk/embedderpb"
 )
 
 // serveRaw is a plugin written only from docs/subplugins.md, without
@@ -75,7 +76,7 @@ func serveRaw() {
 		panic(err)
 	}
 	srv := grpc.NewServer(grpc.Creds(creds))
-	sdk.RegisterEmbedderServer(srv, rawEmbedder{hashembed.New(hashembed.DefaultDims)})
+	epb.RegisterEmbedderServer(srv, rawEmbedder{e: hashembed.New(hashembed.DefaultDims)})
 	hs := health.NewServer()
 	hs.SetServingStatus("plugin", grpc_health_v1.HealthCheckResponse_SERVING)
 	grpc_health_v1.RegisterHealthServer(srv, hs)
@@ -85,20 +86,23 @@ func serveRaw() {
 	_ = srv.Serve(lis)
 }
 
-type rawEmbedder struct{ e *hashembed.Embedder }
-
-func (r rawEmbedder) Info(context.Context, *sdk.InfoRequest) (*sdk.InfoResponse, error) {
-	return &sdk.InfoResponse{Name: r.e.Name(), Dimensions: int32(r.e.Dimensions()), MaxBatch: 100, Version: "raw"}, nil
+type rawEmbedder struct {
+	epb.UnimplementedEmbedderServer
+	e *hashembed.Embedder
 }
 
-func (r rawEmbedder) Embed(ctx context.Context, in *sdk.EmbedRequest) (*sdk.EmbedResponse, error) {
+func (r rawEmbedder) Info(context.Context, *epb.InfoRequest) (*epb.InfoResponse, error) {
+	return &epb.InfoResponse{Name: r.e.Name(), Dimensions: int32(r.e.Dimensions()), MaxBatch: 100, Version: "raw"}, nil
+}
+
+func (r rawEmbedder) Embed(ctx context.Context, in *epb.EmbedRequest) (*epb.EmbedResponse, error) {
 	vecs, err := r.e.Embed(ctx, in.Texts)
 	if err != nil {
 		return nil, err
 	}
-	out := &sdk.EmbedResponse{}
+	out := &epb.EmbedResponse{}
 	for _, v := range vecs {
-		out.Vectors = append(out.Vectors, &sdk.Vector{Values: v})
+		out.Vectors = append(out.Vectors, &epb.Vector{Values: v})
 	}
 	return out, nil
 }

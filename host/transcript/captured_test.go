@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 )
 
 // TestCapturedOpenClawRequests runs UserText on the requests the real
@@ -53,8 +54,7 @@ func TestCapturedOpenClawRequests(t *testing.T) {
 			if m.Role != "user" {
 				continue
 			}
-			txt, _ := textOf(m.Content)
-			c := Clean(txt)
+			c := Clean(msgcontent.Text(m.Content))
 			if strings.Contains(c, "Runtime:") || strings.Contains(c, "UTC]") || strings.Contains(c, "OPENCLAW_INTERNAL") || strings.Contains(c, core.BeginMarker) {
 				t.Errorf("%s: envelope left in %q", file, c)
 			}

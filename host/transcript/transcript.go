@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/usertext"
 )
@@ -44,37 +45,6 @@ type message struct {
 	Content json.RawMessage `json:"content"`
 }
 
-type block struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-// textOf flattens string content or text parts/blocks; tool results and
-// images are not text the user wrote.
-func textOf(c json.RawMessage) (text string, toolResult bool) {
-	var s string
-	if json.Unmarshal(c, &s) == nil {
-		return s, false
-	}
-	var blocks []block
-	if json.Unmarshal(c, &blocks) != nil {
-		return "", false
-	}
-	var b strings.Builder
-	for _, bl := range blocks {
-		switch bl.Type {
-		case "text", "input_text":
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(bl.Text)
-		case "tool_result":
-			toolResult = true
-		}
-	}
-	return b.String(), toolResult
-}
-
 // UserText returns the new user text of a request body in either wire
 // format: the trailing user messages after the last assistant/tool message,
 // cleaned. A request whose tail is a tool result has no new user text.
@@ -91,7 +61,8 @@ func UserText(requestJSON string) string {
 		if m.Role != "user" {
 			break
 		}
-		t, isTool := textOf(m.Content)
+		c, _ := msgcontent.Read(m.Content, msgcontent.Options{Sep: "\n"})
+		t, isTool := c.Text, c.ToolResult
 		if isTool {
 			return ""
 		}

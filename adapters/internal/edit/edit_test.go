@@ -2,6 +2,7 @@ package edit
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -165,5 +166,44 @@ func TestFixturesRoundTripUnchanged(t *testing.T) {
 		if string(d.Bytes()) != string(b) {
 			t.Fatal("parse changed bytes")
 		}
+	}
+}
+
+func TestDiffCases(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b []byte
+		want string
+	}{
+		{"remove all", []byte("x\ny\n"), []byte(""), "--- a\n+++ b\n@@ -1,2 +0,0 @@\n-x\n-y\n"},
+		{"delete file", []byte("x\n"), nil, "--- a\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"},
+		{"empty file created", nil, []byte{}, "--- /dev/null\n+++ b\n"},
+		{"crlf", []byte("a\r\nb\r\n"), []byte("a\r\nc\r\n"), "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"},
+		{"two hunks", []byte("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n"), []byte("one\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\ntwelve\n"),
+			"--- a\n+++ b\n@@ -1,4 +1,4 @@\n-1\n+one\n 2\n 3\n 4\n@@ -9,4 +9,4 @@\n 9\n 10\n 11\n-12\n+twelve\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Diff("a", "b", tc.a, tc.b); got != tc.want {
+				t.Errorf("got\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A large file with a change in the middle: the old LCS table gave up above
+// 4M cells and replaced the whole middle; go-udiff shows just the change.
+func TestDiffLargeFile(t *testing.T) {
+	var a, b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&a, "line %d\n", i)
+		if i == 2500 {
+			b.WriteString("changed\n")
+			continue
+		}
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	got := Diff("a", "b", []byte(a.String()), []byte(b.String()))
+	if strings.Count(got, "\n-") != 1 || strings.Count(got, "\n+") != 2 || !strings.Contains(got, "-line 2500\n+changed\n") {
+		t.Fatalf("diff of one changed line:\n%s", got)
 	}
 }

@@ -3,8 +3,10 @@ package chattemplate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 )
 
 // Conversation is what a chat template renders: the messages and the tool
@@ -127,34 +129,14 @@ func (m oaiMessage) normalize() (Message, error) {
 
 // contentText flattens OpenAI content (string, null or a list of parts).
 func contentText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+	c, err := msgcontent.Read(raw, msgcontent.Options{Sep: "\n"})
+	switch {
+	case errors.Is(err, msgcontent.ErrNotContent):
+		return "", fmt.Errorf("`content` must be a string, null or a list of parts")
+	case err != nil:
+		return "", fmt.Errorf("`content`: %w", err)
 	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fmt.Errorf("`content`: %w", err)
-		}
-		return s, nil
-	case '[':
-		var parts []struct {
-			Type string  `json:"type"`
-			Text *string `json:"text"`
-		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", fmt.Errorf("`content` parts: %w", err)
-		}
-		var texts []string
-		for _, p := range parts {
-			if (p.Type == "text" || p.Type == "input_text") && p.Text != nil {
-				texts = append(texts, *p.Text)
-			}
-		}
-		return strings.Join(texts, "\n"), nil
-	}
-	return "", fmt.Errorf("`content` must be a string, null or a list of parts")
+	return c.Text, nil
 }
 
 // argumentsText returns tool call arguments as JSON text.

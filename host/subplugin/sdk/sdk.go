@@ -9,12 +9,11 @@
 // The host side (discovery, launch, restart, status) lives in the parent
 // package host/subplugin.
 //
-// The gRPC services are described by hand (grpc.ServiceDesc) and the messages
-// are plain Go structs in protobuf's struct-tag form, from which
-// google.golang.org/protobuf derives the wire format: no protoc, no generated
-// code. The matching .proto files sit beside this file so plugins in other
-// languages can generate their own stubs; golden-bytes tests pin the two
-// together. See docs/subplugins.md.
+// The services and messages are generated from the .proto files in
+// embedderpb/, trainerpb/ and judgepb/ (protoc-gen-go, protoc-gen-go-grpc;
+// see generate.go); the output is committed, so building needs no protoc.
+// Plugins in other languages generate their own stubs from the same files.
+// See docs/subplugins.md.
 package sdk
 
 import (

@@ -5,10 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
 	"reflect"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-plugin"
@@ -18,6 +15,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	epb "github.com/metaclaw-go/metaclaw/host/subplugin/sdk/embedderpb"
 )
 
 func codec() encoding.CodecV2 { return encoding.GetCodecV2("proto") }
@@ -38,15 +37,16 @@ func unmarshal(t *testing.T, b []byte, m any) {
 	}
 }
 
-// TestWireFormat pins the hand-written messages to the bytes any protobuf
-// implementation of embedder.proto produces.
+// TestWireFormat pins the Embedder messages to the bytes any protobuf
+// implementation of embedder.proto produces (a plugin in another language
+// must interoperate byte for byte).
 func TestWireFormat(t *testing.T) {
 	var want []byte
 	want = protowire.AppendTag(want, 1, protowire.BytesType)
 	want = protowire.AppendString(want, "hello")
 	want = protowire.AppendTag(want, 1, protowire.BytesType)
 	want = protowire.AppendString(want, "wörld")
-	if got := marshal(t, &EmbedRequest{Texts: []string{"hello", "wörld"}}); !bytes.Equal(got, want) {
+	if got := marshal(t, &epb.EmbedRequest{Texts: []string{"hello", "wörld"}}); !bytes.Equal(got, want) {
 		t.Errorf("EmbedRequest: %x, want %x", got, want)
 	}
 
@@ -64,12 +64,12 @@ func TestWireFormat(t *testing.T) {
 	want = protowire.AppendBytes(want, packed(0.6, -0.8))
 	want = protowire.AppendTag(want, 1, protowire.BytesType)
 	want = protowire.AppendBytes(want, nil)
-	resp := &EmbedResponse{Vectors: []*Vector{{Values: []float32{0.6, -0.8}}, {}}}
+	resp := &epb.EmbedResponse{Vectors: []*epb.Vector{{Values: []float32{0.6, -0.8}}, {}}}
 	if got := marshal(t, resp); !bytes.Equal(got, want) {
 		t.Errorf("EmbedResponse: %x, want %x", got, want)
 	}
-	var back EmbedResponse
-	unmarshal(t, want, &back)
+	back := &epb.EmbedResponse{}
+	unmarshal(t, want, back)
 	if len(back.Vectors) != 2 || !reflect.DeepEqual(back.Vectors[0].Values, []float32{0.6, -0.8}) || len(back.Vectors[1].Values) != 0 {
 		t.Errorf("decoded %+v", back)
 	}
@@ -84,8 +84,8 @@ func TestWireFormat(t *testing.T) {
 	var msg []byte
 	msg = protowire.AppendTag(msg, 1, protowire.BytesType)
 	msg = protowire.AppendBytes(msg, unpacked)
-	back = EmbedResponse{}
-	unmarshal(t, msg, &back)
+	back = &epb.EmbedResponse{}
+	unmarshal(t, msg, back)
 	if len(back.Vectors) != 1 || !reflect.DeepEqual(back.Vectors[0].Values, []float32{1, 2}) {
 		t.Errorf("unpacked: %+v", back)
 	}
@@ -99,67 +99,11 @@ func TestWireFormat(t *testing.T) {
 	want = protowire.AppendVarint(want, 64)
 	want = protowire.AppendTag(want, 4, protowire.BytesType)
 	want = protowire.AppendString(want, "1.0")
-	if got := marshal(t, &InfoResponse{Name: "x", Dimensions: 384, MaxBatch: 64, Version: "1.0"}); !bytes.Equal(got, want) {
+	if got := marshal(t, &epb.InfoResponse{Name: "x", Dimensions: 384, MaxBatch: 64, Version: "1.0"}); !bytes.Equal(got, want) {
 		t.Errorf("InfoResponse: %x, want %x", got, want)
 	}
-	if got := marshal(t, &InfoRequest{}); len(got) != 0 {
+	if got := marshal(t, &epb.InfoRequest{}); len(got) != 0 {
 		t.Errorf("InfoRequest: %x", got)
-	}
-}
-
-// TestProtoFileMatches checks embedder.proto against the Go messages and
-// the service description, field by field.
-func TestProtoFileMatches(t *testing.T) {
-	src, err := os.ReadFile("embedder.proto")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := regexp.MustCompile(`(?m)//.*$`).ReplaceAllString(string(src), "")
-	pkg := regexp.MustCompile(`package ([\w.]+);`).FindStringSubmatch(text)
-	svc := regexp.MustCompile(`service (\w+) \{([^}]*)\}`).FindStringSubmatch(text)
-	if pkg == nil || svc == nil || pkg[1]+"."+svc[1] != EmbedderService {
-		t.Fatalf("package/service in embedder.proto do not give %s", EmbedderService)
-	}
-	rpcs := regexp.MustCompile(`rpc (\w+)\((\w+)\) returns \((\w+)\);`).FindAllStringSubmatch(svc[2], -1)
-	if len(rpcs) != len(embedderServiceDesc.Methods) {
-		t.Fatalf("%d rpcs in the .proto, %d in Go", len(rpcs), len(embedderServiceDesc.Methods))
-	}
-	for i, r := range rpcs {
-		if r[1] != embedderServiceDesc.Methods[i].MethodName || r[2] != r[1]+"Request" || r[3] != r[1]+"Response" {
-			t.Errorf("rpc %v", r)
-		}
-	}
-	messages := map[string]string{}
-	for _, m := range regexp.MustCompile(`message (\w+) \{([^}]*)\}`).FindAllStringSubmatch(text, -1) {
-		messages[m[1]] = m[2]
-	}
-	goMsgs := []any{InfoRequest{}, InfoResponse{}, EmbedRequest{}, EmbedResponse{}, Vector{}}
-	if len(messages) != len(goMsgs) {
-		t.Errorf("%d messages in the .proto, %d in Go", len(messages), len(goMsgs))
-	}
-	protoType := map[string]string{"string": "string", "int32": "int32", "[]string": "repeated string",
-		"[]float32": "repeated float", "[]*sdk.Vector": "repeated Vector"}
-	fieldRe := regexp.MustCompile(`((?:repeated )?\w+) (\w+) = (\d+);`)
-	for _, m := range goMsgs {
-		rt := reflect.TypeOf(m)
-		body, ok := messages[rt.Name()]
-		if !ok {
-			t.Errorf("message %s missing from embedder.proto", rt.Name())
-			continue
-		}
-		fields := fieldRe.FindAllStringSubmatch(body, -1)
-		if len(fields) != rt.NumField() {
-			t.Errorf("%s: %d fields in the .proto, %d in Go", rt.Name(), len(fields), rt.NumField())
-			continue
-		}
-		for i, f := range fields {
-			sf := rt.Field(i)
-			tag := sf.Tag.Get("protobuf")
-			parts := strings.Split(tag, ",")
-			if parts[1] != f[3] || !strings.Contains(tag, "name="+f[2]+",") || protoType[sf.Type.String()] != f[1] {
-				t.Errorf("%s.%s: Go %s %q, proto %q", rt.Name(), sf.Name, sf.Type, tag, f[0])
-			}
-		}
 	}
 }
 
