@@ -364,3 +364,21 @@ func TestHugeAnswerNextToTenSessions(t *testing.T) {
 	h.cmd.Process.Signal(os.Interrupt)
 	h.cmd.Wait()
 }
+
+// A stop sent the moment the host answers /healthz shuts it down cleanly:
+// the signal handler exists before the host listens, so SIGTERM never hits
+// Go's default action (exit without flushing the turn journal).
+func TestStopRightAfterReadyIsClean(t *testing.T) {
+	up := fakellm.New()
+	defer up.Close()
+	home := t.TempDir()
+	for i := 0; i < 3; i++ {
+		h := startHostIn(t, home, up.URL)
+		if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.cmd.Wait(); err != nil {
+			t.Fatalf("start %d: host stopped by SIGTERM right after it answered: %v\n%s", i, err, h.out.String())
+		}
+	}
+}

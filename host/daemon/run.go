@@ -60,6 +60,12 @@ func (e *AlreadyRunningError) Error() string {
 // arrives, then shuts down gracefully: in-flight requests finish, queued
 // turns are persisted, the pid file and lock are released.
 func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
+	// Caught from the first instant: a stop sent as soon as the host
+	// answers (or while it starts) must shut down cleanly, not kill it with
+	// the default action before the handler exists.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
 	p := PathsFor(cfg.Home)
 	if err := os.MkdirAll(p.RunDir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", p.RunDir, err)
@@ -190,9 +196,6 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 		o.Ready(info)
 	}
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sig)
 	var runErr error
 	select {
 	case <-ctx.Done():
