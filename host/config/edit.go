@@ -200,5 +200,3 @@ func holdsSecrets(data []byte) bool {
 	return len(c.fileSecrets["config"]) > 0
 }
 
-// errNotSection is returned when a path runs through a non-mapping value.
-var errNotSection = errors.New("not a section")
