@@ -199,4 +199,3 @@ func holdsSecrets(data []byte) bool {
 	decodeFile(c, ConfigFile, "config", false, data, &errs)
 	return len(c.fileSecrets["config"]) > 0
 }
-
