@@ -187,7 +187,7 @@ func patchSet(src []byte, doc *yaml.Node, path []string, text string, unit int) 
 		}
 		return append(append([]byte(nil), src...), genBlock(path, text, 0, unit)...), true
 	}
-	m := resolve(doc.Content[0])
+	m := Resolve(doc.Content[0])
 	if m != doc.Content[0] {
 		return nil, false
 	}
@@ -211,7 +211,7 @@ func patchSet(src []byte, doc *yaml.Node, path []string, text string, unit int) 
 		if i == len(path)-1 {
 			return ls.replaceValue(k, v, text)
 		}
-		if isNull(v) { // `section:` with nothing under it
+		if IsNull(v) { // `section:` with nothing under it
 			ce := ls.colonEnd(k)
 			if ce < 0 || !ls.keyStartsLine(k) {
 				return nil, false
@@ -239,7 +239,7 @@ func patchSet(src []byte, doc *yaml.Node, path []string, text string, unit int) 
 }
 
 func (ls lines) replaceValue(k, v *yaml.Node, text string) ([]byte, bool) {
-	if isNull(v) && v.Value == "" { // `key:` with no value: write after the colon
+	if IsNull(v) && v.Value == "" { // `key:` with no value: write after the colon
 		ce := ls.colonEnd(k)
 		if ce < 0 {
 			return nil, false

@@ -12,7 +12,7 @@ func indentUnit(doc *yaml.Node) int {
 	if doc == nil || len(doc.Content) == 0 {
 		return 2
 	}
-	m := resolve(doc.Content[0])
+	m := Resolve(doc.Content[0])
 	if m == nil || m.Kind != yaml.MappingNode {
 		return 2
 	}
@@ -48,7 +48,7 @@ func walkPath(doc *yaml.Node, path []string) ([]step, bool) {
 	if doc == nil || len(doc.Content) == 0 {
 		return nil, false
 	}
-	m := resolve(doc.Content[0])
+	m := Resolve(doc.Content[0])
 	var steps []step
 	for i, seg := range path {
 		if m == nil || m.Kind != yaml.MappingNode {
@@ -60,7 +60,7 @@ func walkPath(doc *yaml.Node, path []string) ([]step, bool) {
 		}
 		steps = append(steps, step{m, idx})
 		if i < len(path)-1 {
-			m = resolve(m.Content[idx+1])
+			m = Resolve(m.Content[idx+1])
 		}
 	}
 	return steps, true
@@ -69,7 +69,7 @@ func walkPath(doc *yaml.Node, path []string) ([]step, bool) {
 // treeSet sets path to val, creating sections as needed and keeping the
 // old value's comments and quoting style.
 func treeSet(doc *yaml.Node, path []string, val *yaml.Node) error {
-	if isNull(resolve(doc.Content[0])) {
+	if IsNull(Resolve(doc.Content[0])) {
 		old := doc.Content[0]
 		doc.Content[0] = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", HeadComment: old.HeadComment, LineComment: old.LineComment, FootComment: old.FootComment}
 	}
@@ -105,12 +105,12 @@ func treeSet(doc *yaml.Node, path []string, val *yaml.Node) error {
 			m.Content[idx+1] = val
 			return nil
 		}
-		if isNull(cur) {
+		if IsNull(cur) {
 			cur = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", HeadComment: cur.HeadComment, LineComment: cur.LineComment, FootComment: cur.FootComment}
 			m.Content[idx+1] = cur
 		}
 		if cur.Kind != yaml.MappingNode {
-			return &PathError{Msg: fmt.Sprintf("`%s` is %s, not a section", strings.Join(path[:i+1], "."), describe(cur)), err: ErrNotSection}
+			return &PathError{Msg: fmt.Sprintf("`%s` is %s, not a section", strings.Join(path[:i+1], "."), Describe(cur)), err: ErrNotSection}
 		}
 		if cur.Style&yaml.FlowStyle != 0 && len(cur.Content) == 0 {
 			cur.Style = 0

@@ -168,19 +168,21 @@ func inlineText(val *yaml.Node) string {
 	return s
 }
 
-func resolve(n *yaml.Node) *yaml.Node {
+// Resolve follows an alias chain (bounded) to the node it names.
+func Resolve(n *yaml.Node) *yaml.Node {
 	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < maxAliasDepth; i++ {
 		n = n.Alias
 	}
 	return n
 }
 
-func isNull(n *yaml.Node) bool {
+// IsNull reports a missing node or a null scalar (`~`, `null`, nothing).
+func IsNull(n *yaml.Node) bool {
 	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
 }
 
-// describe names a node's kind for an error message.
-func describe(n *yaml.Node) string {
+// Describe names a node for an error message ("a list", "integer 3").
+func Describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
