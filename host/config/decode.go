@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/metaclaw-go/metaclaw/internal/yamledit"
 )
 
 // maxDepth bounds alias/merge-key recursion; the schema is only 3 levels deep.
@@ -116,47 +118,14 @@ func docRoot(file string, doc *yaml.Node) (*yaml.Node, *Error) {
 	if doc == nil {
 		return nil, nil
 	}
-	n := resolve(doc.Content[0])
-	if isNull(n) {
+	n := yamledit.Resolve(doc.Content[0])
+	if yamledit.IsNull(n) {
 		return nil, nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, &Error{File: file, Line: n.Line, Msg: "the top level must be a mapping of keys (e.g. `mode: auto`), got " + describe(n)}
+		return nil, &Error{File: file, Line: n.Line, Msg: "the top level must be a mapping of keys (e.g. `mode: auto`), got " + yamledit.Describe(n)}
 	}
 	return n, nil
-}
-
-func resolve(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < maxDepth; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
-}
-
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!int":
-			return "integer " + n.Value
-		case "!!float":
-			return "number " + n.Value
-		case "!!bool":
-			return "boolean " + n.Value
-		case "!!null":
-			return "null"
-		}
-		return fmt.Sprintf("string %q", n.Value)
-	}
-	return "an alias"
 }
 
 // decoder applies one file's tree to a Config.
@@ -205,9 +174,9 @@ func (d *decoder) mapping(sec *field, n *yaml.Node, depth int) {
 		if !d.tick(n) {
 			return
 		}
-		k, v := resolve(n.Content[i]), n.Content[i+1]
+		k, v := yamledit.Resolve(n.Content[i]), n.Content[i+1]
 		if k == nil || k.Kind != yaml.ScalarNode {
-			d.fail(n.Content[i], sec.path, "keys must be plain names, got "+describe(n.Content[i]))
+			d.fail(n.Content[i], sec.path, "keys must be plain names, got "+yamledit.Describe(n.Content[i]))
 			continue
 		}
 		if k.ShortTag() == "!!merge" {
@@ -238,7 +207,7 @@ func (d *decoder) mapping(sec *field, n *yaml.Node, depth int) {
 }
 
 func (d *decoder) merge(sec *field, v *yaml.Node, depth int) {
-	v = resolve(v)
+	v = yamledit.Resolve(v)
 	switch {
 	case v == nil:
 	case v.Kind == yaml.MappingNode:
@@ -256,13 +225,13 @@ func (d *decoder) merge(sec *field, v *yaml.Node, depth int) {
 }
 
 func (d *decoder) value(f *field, k, v *yaml.Node, depth int) {
-	v = resolve(v)
-	if isNull(v) {
+	v = yamledit.Resolve(v)
+	if yamledit.IsNull(v) {
 		return // null means "use the default"
 	}
 	if f.kind == kSection {
 		if v.Kind != yaml.MappingNode {
-			d.fail(v, f.path, "must be a section (a mapping of keys), got "+describe(v)+"; for example:\n  "+strings.ReplaceAll(sectionExample(f), "\n", "\n  "))
+			d.fail(v, f.path, "must be a section (a mapping of keys), got "+yamledit.Describe(v)+"; for example:\n  "+strings.ReplaceAll(sectionExample(f), "\n", "\n  "))
 			return
 		}
 		d.mapping(f, v, depth)
@@ -305,18 +274,18 @@ func sectionExample(f *field) string {
 func nodeValue(f *field, v *yaml.Node) (any, error) {
 	typeErr := func() error {
 		want := map[kind]string{kString: "a string", kInt: "an integer", kFloat: "a number", kBool: "a boolean (true/false)", kList: "a list"}[f.kind]
-		return fmt.Errorf("expected %s, got %s; for example `%s`", want, describe(v), f.example())
+		return fmt.Errorf("expected %s, got %s; for example `%s`", want, yamledit.Describe(v), f.example())
 	}
 	if f.kind == kList {
 		switch v.Kind {
 		case yaml.SequenceNode:
 			items := make([]string, 0, len(v.Content))
 			for _, it := range v.Content {
-				it = resolve(it)
+				it = yamledit.Resolve(it)
 				if it == nil || it.Kind != yaml.ScalarNode {
 					return nil, typeErr()
 				}
-				if !isNull(it) {
+				if !yamledit.IsNull(it) {
 					items = append(items, it.Value)
 				}
 			}

@@ -199,6 +199,3 @@ func holdsSecrets(data []byte) bool {
 	decodeFile(c, ConfigFile, "config", false, data, &errs)
 	return len(c.fileSecrets["config"]) > 0
 }
-
-// errNotSection is returned when a path runs through a non-mapping value.
-var errNotSection = errors.New("not a section")

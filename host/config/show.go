@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"reflect"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/metaclaw-go/metaclaw/internal/yamledit"
 )
 
 // Addr is the proxy listen address, host:port.
@@ -87,7 +88,7 @@ func (c *Config) Get(key string) (string, error) {
 	if f.kind != kSection {
 		return formatValue(f, getField(c, f)), nil
 	}
-	out, err := encodeNode(sectionNode(f, getField(c, f)), 2)
+	out, err := yamledit.Encode(sectionNode(f, getField(c, f)), 2)
 	if err != nil {
 		return "", wrapf(err, "render %s", key)
 	}
@@ -144,7 +145,7 @@ func (c *Config) Masked() *Config {
 // ShowYAML renders the effective configuration, secrets masked, in schema order.
 func (c *Config) ShowYAML() ([]byte, error) {
 	m := c.Masked()
-	out, err := encodeNode(sectionNode(schema().root, reflect.ValueOf(m).Elem()), 2)
+	out, err := yamledit.Encode(sectionNode(schema().root, reflect.ValueOf(m).Elem()), 2)
 	if err != nil {
 		return nil, wrapf(err, "render config")
 	}
@@ -213,16 +214,3 @@ func yaml11NonString(s string) bool {
 }
 
 var sexagesimalRE = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?$`)
-
-func encodeNode(n *yaml.Node, indent int) ([]byte, error) {
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(indent)
-	if err := enc.Encode(n); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
