@@ -3,9 +3,11 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestObjectFieldsAndArrayItems(t *testing.T) {
@@ -143,5 +145,23 @@ func BenchmarkAppendJSONString(b *testing.B) {
 	var dst []byte
 	for b.Loop() {
 		dst = appendJSONString(dst[:0], s)
+	}
+}
+
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("x", 5000)
+	for _, tt := range []struct {
+		name          string
+		contentLength int64
+	}{
+		{"announced", 5000}, {"unknown", -1}, {"understated", 100}, {"overstated", 9000}, {"over the limit", 1 << 30},
+	} {
+		got, err := readBody(strings.NewReader(body), tt.contentLength, 1<<20)
+		if err != nil || string(got) != body {
+			t.Errorf("%s: read %d bytes, err %v; want all 5000", tt.name, len(got), err)
+		}
+	}
+	if _, err := readBody(iotest.ErrReader(io.ErrUnexpectedEOF), 10, 1<<20); err != io.ErrUnexpectedEOF {
+		t.Errorf("a failing reader: err %v, want it passed on", err)
 	}
 }
