@@ -38,7 +38,7 @@ type turn struct {
 func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		t := &turn{start: time.Now(), clientAPI: api, ctx: r.Context()}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes))
+		body, err := readBody(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes), r.ContentLength, s.o.MaxBodyBytes)
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {

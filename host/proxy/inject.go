@@ -135,10 +135,11 @@ func appendToContent(content []byte, text string) []byte {
 
 // spliceString appends "\n\n"+text inside a JSON string literal.
 func spliceString(lit []byte, text string) []byte {
-	add := appendJSONString(nil, "\n\n"+text) // "\n\n…" with quotes
-	out := make([]byte, 0, len(lit)+len(add))
+	out := make([]byte, 0, len(lit)+len(text)+len(text)/8+16)
 	out = append(out, lit[:len(lit)-1]...)
-	return append(out, add[1:]...)
+	out = append(out, `\n\n`...)
+	out = appendJSONStringBody(out, text)
+	return append(out, '"')
 }
 
 func mustJSON(v any) []byte {

@@ -3,8 +3,11 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestObjectFieldsAndArrayItems(t *testing.T) {
@@ -99,4 +102,66 @@ func FuzzScanners(f *testing.F) {
 			t.Fatalf("reassembled object invalid: %s", re)
 		}
 	})
+}
+
+// encodingJSONString is what appendJSONString must write: encoding/json's
+// Encoder without HTML escaping.
+func encodingJSONString(s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{
+		"", "plain", `quote " and \ backslash`, "\n\r\t\b\f\x00\x01\x1f\x7f",
+		"<html> & 'x'", "héllo 世界 🎉", "line\u2028sep\u2029para", "bad \xff\xfe utf8 \xc3",
+		"<metaclaw_context>\n## Memories\n\n- a\n</metaclaw_context>",
+	} {
+		got := appendJSONString([]byte("prefix"), s)
+		want := append([]byte("prefix"), encodingJSONString(s)...)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "a\"b\\c\n", "\xff\u2028é\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := appendJSONString(nil, s), encodingJSONString(s); !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %s, want %s", s, got, want)
+		}
+	})
+}
+
+func BenchmarkAppendJSONString(b *testing.B) {
+	s := "<metaclaw_context>\n" + strings.Repeat("- the user prefers tabs over spaces in \"Go\" files.\n", 60) + "</metaclaw_context>"
+	b.ReportAllocs()
+	var dst []byte
+	for b.Loop() {
+		dst = appendJSONString(dst[:0], s)
+	}
+}
+
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("x", 5000)
+	for _, tt := range []struct {
+		name          string
+		contentLength int64
+	}{
+		{"announced", 5000}, {"unknown", -1}, {"understated", 100}, {"overstated", 9000}, {"over the limit", 1 << 30},
+	} {
+		got, err := readBody(strings.NewReader(body), tt.contentLength, 1<<20)
+		if err != nil || string(got) != body {
+			t.Errorf("%s: read %d bytes, err %v; want all 5000", tt.name, len(got), err)
+		}
+	}
+	if _, err := readBody(iotest.ErrReader(io.ErrUnexpectedEOF), 10, 1<<20); err != io.ErrUnexpectedEOF {
+		t.Errorf("a failing reader: err %v, want it passed on", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -131,7 +132,8 @@ func (r *request) del(name string) {
 }
 
 // encode returns the body to forward: the original bytes when nothing
-// changed, else the fields in their original order with new values spliced in.
+// changed, else the fields in their original order with new values spliced in
+// (the messages written straight into the body, not assembled apart first).
 func (r *request) encode() ([]byte, error) {
 	if !r.changed {
 		return r.raw, nil
@@ -140,21 +142,58 @@ func (r *request) encode() ([]byte, error) {
 	for _, m := range r.messages {
 		size += len(m.raw) + 1
 	}
-	msgs := make([]byte, 0, size)
-	msgs = append(msgs, '[')
-	for i, m := range r.messages {
+	for _, f := range r.fields {
+		size += len(f.key) + 4 // quotes, colon, comma
+		if f.key != "messages" {
+			size += len(f.val)
+		}
+	}
+	dst := make([]byte, 0, size+2+64) // +64: keys that need escaping
+	dst = append(dst, '{')
+	for i, f := range r.fields {
 		if i > 0 {
-			msgs = append(msgs, ',')
+			dst = append(dst, ',')
 		}
-		msgs = append(msgs, m.raw...)
+		dst = appendJSONString(dst, f.key)
+		dst = append(dst, ':')
+		if f.key != "messages" {
+			dst = append(dst, f.val...)
+			continue
+		}
+		dst = append(dst, '[')
+		for j, m := range r.messages {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, m.raw...)
+		}
+		dst = append(dst, ']')
 	}
-	msgs = append(msgs, ']')
-	for i := range r.fields {
-		if r.fields[i].key == "messages" {
-			r.fields[i].val = msgs
+	return append(dst, '}'), nil
+}
+
+// readBody reads a request body whole, into one buffer of the announced size
+// when there is one (io.ReadAll would grow and copy its buffer a dozen times
+// for a 50 KB agent prompt). limit bounds the buffer a client can make us
+// allocate up front; the reader enforces it.
+func readBody(body io.Reader, contentLength, limit int64) ([]byte, error) {
+	if contentLength <= 0 || contentLength > limit {
+		return io.ReadAll(body)
+	}
+	b := make([]byte, 0, contentLength+1) // +1: room to see EOF without growing
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
 		}
 	}
-	return appendObject(make([]byte, 0, len(r.raw)+size-len(r.raw)/2+256), r.fields), nil
 }
 
 // identity is who a turn belongs to.

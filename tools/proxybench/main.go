@@ -68,6 +68,7 @@ func main() {
 	nLoaded := flag.Int("nloaded", 3000, "sequential requests per target in the loaded scenario")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the loaded metaclaw run to this file")
 	flag.StringVar(&blockProfile, "blockprofile", "", "write block and mutex profiles of the loaded metaclaw run to this file (and .mutex)")
+	flag.StringVar(&memProfile, "memprofile", "", "write the allocation profile after the loaded metaclaw run to this file and the one before it to this file.base (read with go tool pprof -sample_index=alloc_space -diff_base FILE.base)")
 	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")
 	skipEmpty := flag.Bool("loaded-only", false, "run only the loaded scenario")
 	flag.Parse()
@@ -202,7 +203,7 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 		runLoaded(client, u, 200, 99) // warm-up
 		stop := func() {}
 		if strings.HasPrefix(t.name, "metaclaw") {
-			stop = startProfile(cpuProfile, blockProfile)
+			stop = startProfile(cpuProfile, blockProfile, memProfile)
 		}
 		cpu0 := processCPU()
 		r := runLoaded(client, u, n, 7)
@@ -344,14 +345,19 @@ func f(d time.Duration) string   { return fmt.Sprintf("%.3f ms", ms(d)) }
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 var (
-	cpuProfile, blockProfile string
+	cpuProfile, blockProfile, memProfile string
 	pauseLearning            bool
 )
 
-// startProfile starts the profiles asked for (either path may be empty) and
+// startProfile starts the profiles asked for (any path may be empty) and
 // returns what stops them and writes them.
-func startProfile(cpuPath, blockPath string) func() {
+func startProfile(cpuPath, blockPath, memPath string) func() {
 	var stops []func()
+	if memPath != "" {
+		runtime.GC() // the profile is as of the last GC
+		writeProfile("allocs", memPath+".base")
+		stops = append(stops, func() { runtime.GC(); writeProfile("allocs", memPath) })
+	}
 	if cpuPath != "" {
 		f, err := os.Create(cpuPath)
 		if err != nil {
