@@ -217,15 +217,15 @@ ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.
 	if err != nil {
 		return err
 	}
-	pending, err := pendingRefs(ctx, tx, turns, store.TurnFilter{SideToo: side})
+	first, ok, err := firstPending(ctx, tx, turns, floor, side)
 	if err != nil {
 		return fmt.Errorf("memory: floor: %w", err)
 	}
-	var next int64
-	if len(pending) > 0 {
-		next = pending[0].ID - 1
-	} else if next, err = turns.LastTurnID(ctx); err != nil {
-		return fmt.Errorf("memory: floor: %w", err)
+	next := first - 1
+	if !ok {
+		if next, err = turns.LastTurnID(ctx); err != nil {
+			return fmt.Errorf("memory: floor: %w", err)
+		}
 	}
 	if next > floor {
 		return setMeta(ctx, tx, "floor_turn_id", strconv.FormatInt(next, 10))

@@ -33,15 +33,7 @@ func pendingRefs(ctx context.Context, q queryer, turns store.TurnLog, f store.Tu
 	if err != nil {
 		return nil, fmt.Errorf("memory: pending turns: %w", err)
 	}
-	var sessions []string
-	seen := map[string]bool{}
-	for _, r := range refs {
-		if !seen[r.SessionID] {
-			seen[r.SessionID] = true
-			sessions = append(sessions, r.SessionID)
-		}
-	}
-	cursors, err := lastTurnIDs(ctx, q, sessions)
+	cursors, err := lastTurnIDs(ctx, q, sessionsOf(refs, len(refs)))
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +44,35 @@ func pendingRefs(ctx context.Context, q queryer, turns store.TurnLog, f store.Tu
 		}
 	}
 	return out, nil
+}
+
+// firstPending is the oldest turn after floor waiting for ingestion (ok
+// false: none). It reads the turns a page at a time: the floor sits just
+// below the oldest pending turn, so the first page almost always has it.
+func firstPending(ctx context.Context, q queryer, turns store.TurnLog, floor int64, side bool) (id int64, ok bool, err error) {
+	const page = 512
+	for after := floor; ; {
+		refs, err := turns.LearnableTurns(ctx, store.TurnFilter{After: after, SideToo: side, Limit: page})
+		if err != nil {
+			return 0, false, fmt.Errorf("memory: pending turns: %w", err)
+		}
+		if len(refs) == 0 {
+			return 0, false, nil
+		}
+		cursors, err := lastTurnIDs(ctx, q, sessionsOf(refs, len(refs)))
+		if err != nil {
+			return 0, false, err
+		}
+		for _, r := range refs {
+			if r.ID > cursors[r.SessionID] {
+				return r.ID, true, nil
+			}
+		}
+		if len(refs) < page {
+			return 0, false, nil
+		}
+		after = refs[len(refs)-1].ID
+	}
 }
 
 // lastTurnIDs reads the cursors of sessions (absent: 0).

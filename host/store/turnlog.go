@@ -19,6 +19,8 @@ type TurnFilter struct {
 	Agent, Scope string
 	// ExceptSession leaves one session out (the one asking).
 	ExceptSession string
+	// Limit bounds the answer to the oldest Limit turns (0: all).
+	Limit int
 }
 
 // TurnRef locates a recorded turn without its text.
@@ -43,7 +45,12 @@ func (s *SQLite) LearnableTurns(ctx context.Context, f TurnFilter) ([]TurnRef, e
 		q += ` AND session_id != ?`
 		args = append(args, f.ExceptSession)
 	}
-	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id`, args...)
+	q += ` ORDER BY id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("learnable turns: %w", err)
 	}

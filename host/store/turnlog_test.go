@@ -46,6 +46,7 @@ func TestLearnableTurns(t *testing.T) {
 		{"of agent in scope", TurnFilter{OfAgent: true, Agent: "a", Scope: "x"}, []int64{1, 5}},
 		{"of agent, empty names match only empty", TurnFilter{OfAgent: true}, nil},
 		{"except a session", TurnFilter{SideToo: true, ExceptSession: "s1"}, []int64{4, 6, 7}},
+		{"the oldest two", TurnFilter{After: 1, Limit: 2}, []int64{4, 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refs, err := s.LearnableTurns(ctx, tc.f)
