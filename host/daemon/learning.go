@@ -11,8 +11,9 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/embed"
+	"github.com/metaclaw-go/metaclaw/host/memory"
 	"github.com/metaclaw-go/metaclaw/host/route"
-	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/host/skills"
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
 )
 
@@ -21,14 +22,29 @@ import (
 // The closer, if any, runs at shutdown after the proxy has stopped.
 // emb is the embedder shared by skills and memory (plugins.embedder), or nil
 // for each to use its own default.
-type part func(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error)
+type part func(ctx context.Context, cfg *config.Config, st learningStore, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error)
+
+// learningStore is what the learning parts need of the store: each part's
+// own narrow interface, which the SQLite store the daemon opens implements.
+type learningStore interface {
+	skills.Storage
+	memory.Storage
+}
 
 // learningParts lists the components the host runs, in injection order.
-var learningParts = []part{setupSkills, setupMemory}
+// Each takes only its own part of learningStore.
+var learningParts = []part{
+	func(ctx context.Context, cfg *config.Config, st learningStore, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error) {
+		return setupSkills(ctx, cfg, st, c, emb, log)
+	},
+	func(ctx context.Context, cfg *config.Config, st learningStore, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error) {
+		return setupMemory(ctx, cfg, st, c, emb, log)
+	},
+}
 
 // setupLearning runs every part; a part that fails to start is logged and
 // skipped, so the proxy still serves (fail open).
-func setupLearning(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger) ([]route.Route, io.Closer) {
+func setupLearning(ctx context.Context, cfg *config.Config, st learningStore, c *core.Core, log zerolog.Logger) ([]route.Route, io.Closer) {
 	var routes []route.Route
 	var closers multiCloser
 	emb, ec := sharedEmbedder(ctx, cfg, log)

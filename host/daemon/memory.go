@@ -12,7 +12,6 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/memory"
 	"github.com/metaclaw-go/metaclaw/host/route"
-	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
 // setupMemory assembles the memory layer (host/memory): the "memory" provider,
@@ -21,7 +20,7 @@ import (
 // still pending at shutdown. With memory.sidecar_url the provider, ingestion
 // and routes use that host's memory; METACLAW_MEMORY_SIDECAR_KEY (default
 // proxy.api_key) authenticates to it; memory.sidecar_api_key wins when set.
-func setupMemory(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error) {
+func setupMemory(ctx context.Context, cfg *config.Config, st memory.Storage, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error) {
 	key := cfg.Memory.SidecarAPIKey
 	if key == "" {
 		key = os.Getenv("METACLAW_MEMORY_SIDECAR_KEY")

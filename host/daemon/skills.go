@@ -11,14 +11,13 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/skills"
-	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
 // setupSkills assembles the skill library (host/skills) when skills.enabled:
 // the "skills" context provider, the watcher that re-indexes SKILL.md edits
 // (the returned closer stops it), the evolver when skills.auto_evolve, and
 // the read-only /v1/skills routes.
-func setupSkills(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error) {
+func setupSkills(ctx context.Context, cfg *config.Config, st skills.Storage, c *core.Core, emb embed.Embedder, log zerolog.Logger) ([]route.Route, io.Closer, error) {
 	if !cfg.Skills.Enabled {
 		return nil, nil, nil
 	}

@@ -558,7 +558,7 @@ func (s *Store) Stats(ctx context.Context, scope string) (Stats, error) {
 	if err := rows.Err(); err != nil {
 		return st, err
 	}
-	if st.PendingTurns, err = pendingTurns(ctx, s.r, false); err != nil {
+	if st.PendingTurns, err = s.pendingTurns(ctx); err != nil {
 		return st, err
 	}
 	err = s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM memory_events), (SELECT COUNT(*) FROM memory_cursors WHERE session_id NOT LIKE 'buf:%'),

@@ -43,7 +43,7 @@ type Host struct {
 // the provider (local store, or the remote of memory.sidecar_url), the turn
 // listener and jobs (unless memory.manual_trigger or auto_extract off), and
 // the HTTP routes.
-func Assemble(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
+func Assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
 	m := cfg.Memory
 	if !m.Enabled {
 		return &Host{Routes: []route.Route{{Pattern: "/v1/memory/", Handler: func(w http.ResponseWriter, _ *http.Request) {
@@ -108,7 +108,7 @@ func Assemble(ctx context.Context, cfg *config.Config, st *store.SQLite, c *core
 }
 
 // OptionsFromConfig maps memory.* onto store options (extractor, embedder).
-func OptionsFromConfig(cfg *config.Config, st *store.SQLite, log zerolog.Logger, o AssembleOptions) Options {
+func OptionsFromConfig(cfg *config.Config, st store.UsageRecorder, log zerolog.Logger, o AssembleOptions) Options {
 	m := cfg.Memory
 	if m.StandingTopK == 0 {
 		m.StandingTopK = -1 // memory.standing_top_k: 0 turns the standing section off
@@ -142,7 +142,7 @@ func OptionsFromConfig(cfg *config.Config, st *store.SQLite, log zerolog.Logger,
 
 // NewLocalIngester is the ingester the CLI uses when no host runs: this
 // store's turns into this store, or into memory.sidecar_url when set.
-func NewLocalIngester(cfg *config.Config, st *store.SQLite, s *Store, o AssembleOptions) (*Ingester, error) {
+func NewLocalIngester(cfg *config.Config, st Storage, s *Store, o AssembleOptions) (*Ingester, error) {
 	var sink Sink = s
 	if cfg.Memory.SidecarURL != "" {
 		key := o.SidecarKey

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
 )
 
@@ -108,18 +109,11 @@ func (in *Ingester) CatchUp(ctx context.Context, agent, scope, except string) (I
 
 // pendingSessionsOf lists sessions of agent in scope with pending turns.
 func (in *Ingester) pendingSessionsOf(ctx context.Context, agent, scope, except string) ([]string, error) {
-	floor, err := pendingFloor(ctx, in.st.Reader())
+	pending, err := pendingRefs(ctx, in.mem.r, in.st, store.TurnFilter{SideToo: in.side, OfAgent: true, Agent: agent, Scope: scope, ExceptSession: except})
 	if err != nil {
 		return nil, err
 	}
-	rows, err := in.st.Reader().QueryContext(ctx, `SELECT DISTINCT t.session_id FROM turns t WHERE t.id > ? AND `+learnableSQL(in.side)+`
-AND t.agent = ? AND t.memory_scope = ? AND t.session_id != ?
-AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0) LIMIT ?`,
-		floor, agent, scope, except, maxCatchUpSessions)
-	if err != nil {
-		return nil, err
-	}
-	return scanStrings(rows)
+	return sessionsOf(pending, maxCatchUpSessions), nil
 }
 
 // scanStrings reads a one-column result and closes it.

@@ -340,7 +340,7 @@ func (a *API) status(w http.ResponseWriter, r *http.Request) {
 	if a.Ingester != nil {
 		pending, err = a.Ingester.Pending(ctx)
 	} else {
-		pending, err = pendingTurns(ctx, a.Store.r, false)
+		pending, err = a.Store.pendingTurns(ctx)
 	}
 	if err != nil {
 		a.fail(w, err)

@@ -42,7 +42,7 @@ type Sink interface {
 // turn id, in memory_cursors) says where each session stands, so a crash or
 // restart loses nothing and, with the sources table, repeats nothing.
 type Ingester struct {
-	st    *store.SQLite
+	st    Storage
 	mem   *Store
 	sink  Sink
 	every int
@@ -87,7 +87,7 @@ type IngesterOptions struct {
 }
 
 // NewIngester returns an ingester reading turns from st.
-func NewIngester(st *store.SQLite, mem *Store, o IngesterOptions) *Ingester {
+func NewIngester(st Storage, mem *Store, o IngesterOptions) *Ingester {
 	if o.Sink == nil {
 		o.Sink = mem
 	}
@@ -206,7 +206,7 @@ func readCursor(ctx context.Context, q queryer, session string) (cursor, error) 
 
 // advance moves a session's cursor (never backwards) and the floor below
 // which no turn is pending.
-func advance(ctx context.Context, tx *sql.Tx, session string, last, summarized int64, side bool) error {
+func advance(ctx context.Context, tx *sql.Tx, turns store.TurnLog, session string, last, summarized int64, side bool) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_cursors (session_id, last_turn_id, summarized_turn_id, updated_at) VALUES (?, ?, ?, ?)
 ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.last_turn_id),
     summarized_turn_id = MAX(summarized_turn_id, excluded.summarized_turn_id), updated_at = excluded.updated_at`,
@@ -217,14 +217,13 @@ ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.
 	if err != nil {
 		return err
 	}
-	var first sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT MIN(t.id) FROM turns t WHERE t.id > ? AND `+learnableSQL(side)+`
-AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0)`, floor).Scan(&first); err != nil {
+	first, ok, err := firstPending(ctx, tx, turns, floor, side)
+	if err != nil {
 		return fmt.Errorf("memory: floor: %w", err)
 	}
-	next := first.Int64 - 1
-	if !first.Valid {
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), ?) FROM turns`, floor).Scan(&next); err != nil {
+	next := first - 1
+	if !ok {
+		if next, err = turns.LastTurnID(ctx); err != nil {
 			return fmt.Errorf("memory: floor: %w", err)
 		}
 	}
@@ -232,13 +231,6 @@ AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session
 		return setMeta(ctx, tx, "floor_turn_id", strconv.FormatInt(next, 10))
 	}
 	return nil
-}
-
-func learnableSQL(side bool) string {
-	if side {
-		return `t.status BETWEEN 200 AND 299`
-	}
-	return `t.turn_type = 'main' AND t.status BETWEEN 200 AND 299`
 }
 
 // pendingFloor is the turn id below which nothing is pending.
@@ -254,66 +246,18 @@ func pendingFloor(ctx context.Context, q queryer) (int64, error) {
 	return max(b, f), nil
 }
 
-// pendingTurns counts the learnable turns not yet ingested (all sessions).
-func pendingTurns(ctx context.Context, q queryer, side bool) (int, error) {
-	floor, err := pendingFloor(ctx, q)
-	if err != nil {
-		return 0, err
-	}
-	var n int
-	err = q.QueryRowContext(ctx, `SELECT COUNT(*) FROM turns t WHERE t.id > ? AND `+learnableSQL(side)+`
-AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0)`, floor).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("memory: pending turns: %w", err)
-	}
-	return n, nil
-}
-
-// pendingCounts adds memory_pending_turns and memory_oldest_pending_seconds
-// (how long the oldest of them has waited) to a provider's counts.
-func pendingCounts(ctx context.Context, q queryer, out map[string]int) {
-	floor, err := pendingFloor(ctx, q)
-	if err != nil {
-		return
-	}
-	var n int
-	var oldest sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT COUNT(*), MIN(t.created_at) FROM turns t WHERE t.id > ? AND `+learnableSQL(false)+`
-AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0)`, floor).Scan(&n, &oldest); err != nil {
-		return
-	}
-	out["memory_pending_turns"] = n
-	out["memory_oldest_pending_seconds"] = 0
-	if oldest.Valid {
-		out["memory_oldest_pending_seconds"] = int(max(0, time.Since(time.UnixMilli(oldest.Int64)).Seconds()))
-	}
-}
-
 // Pending counts this ingester's pending turns.
 func (in *Ingester) Pending(ctx context.Context) (int, error) {
-	return pendingTurns(ctx, in.st.Reader(), in.side)
+	return pendingTurns(ctx, in.mem.r, in.st, in.side)
 }
 
 // turnsAfter reads up to n of a session's turns after id.
 func (in *Ingester) turnsAfter(ctx context.Context, session string, after int64, n int) ([]store.Turn, error) {
-	rows, err := in.st.Reader().QueryContext(ctx, `SELECT id, session_id, agent, turn_index, turn_type, status, request_json, response_text,
-    tool_calls, injected, memory_scope, created_at FROM turns WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`, session, after, n)
+	turns, err := in.st.SessionTurnsAfter(ctx, session, after, n)
 	if err != nil {
 		return nil, fmt.Errorf("memory: read turns: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Turn
-	for rows.Next() {
-		var t store.Turn
-		var created int64
-		if err := rows.Scan(&t.ID, &t.SessionID, &t.Agent, &t.TurnIndex, &t.TurnType, &t.Status, &t.RequestJSON, &t.ResponseText,
-			&t.ToolCallsJSON, &t.InjectedJSON, &t.MemoryScope, &created); err != nil {
-			return nil, fmt.Errorf("memory: read turns: %w", err)
-		}
-		t.CreatedAt = time.UnixMilli(created)
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return turns, nil
 }
 
 // toTurn is what learning may read of a recorded turn: transcript.FromTurn's
@@ -345,7 +289,7 @@ func (in *Ingester) IngestSession(ctx context.Context, session string, final boo
 	}
 	_, local := in.sink.(*Store)
 	for range maxBatches {
-		cur, err := readCursor(ctx, in.st.Reader(), session)
+		cur, err := readCursor(ctx, in.mem.r, session)
 		if err != nil {
 			return total, err
 		}
@@ -394,7 +338,7 @@ func (in *Ingester) send(ctx context.Context, b Batch, local bool, session strin
 			if in.testHookInTx != nil {
 				in.testHookInTx()
 			}
-			return advance(ctx, tx, session, last, summarized, in.side)
+			return advance(ctx, tx, in.st, session, last, summarized, in.side)
 		}
 		return in.sink.Ingest(ctx, b)
 	}
@@ -406,30 +350,29 @@ func (in *Ingester) send(ctx context.Context, b Batch, local bool, session strin
 		}
 	}
 	return res, in.mem.writeTx(ctx, func(tx *sql.Tx) error {
-		return advance(ctx, tx, session, last, summarized, in.side)
+		return advance(ctx, tx, in.st, session, last, summarized, in.side)
 	})
 }
 
 // summarize writes the working summary of a session when it has turns that
 // no summary covers yet.
 func (in *Ingester) summarize(ctx context.Context, session, host string, local bool) (IngestResult, error) {
-	cur, err := readCursor(ctx, in.st.Reader(), session)
+	cur, err := readCursor(ctx, in.mem.r, session)
 	if err != nil {
 		return IngestResult{}, err
 	}
 	if cur.summarized >= cur.last {
 		return IngestResult{}, nil
 	}
-	rows, err := in.st.Reader().QueryContext(ctx, `SELECT id FROM turns WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT 1 OFFSET 29`, session, cur.last)
+	// The summary reads the session's last 30 turns up to the cursor.
+	first, ok, err := in.st.SessionTurnBack(ctx, session, cur.last, 29)
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("memory: summary turns: %w", err)
 	}
 	var from int64
-	if rows.Next() {
-		_ = rows.Scan(&from)
-		from--
+	if ok {
+		from = first - 1
 	}
-	rows.Close()
 	turns, err := in.turnsAfter(ctx, session, from, 30)
 	if err != nil {
 		return IngestResult{}, err
@@ -452,39 +395,21 @@ func (in *Ingester) summarize(ctx context.Context, session, host string, local b
 // summaries of ended sessions). It returns the sessions it touched.
 func (in *Ingester) IngestAll(ctx context.Context, final bool) (IngestResult, []string, error) {
 	var total IngestResult
-	floor, err := pendingFloor(ctx, in.st.Reader())
-	if err != nil {
-		return total, nil, err
-	}
-	rows, err := in.st.Reader().QueryContext(ctx, `SELECT DISTINCT t.session_id FROM turns t WHERE t.id > ? AND `+learnableSQL(in.side)+`
-AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0) LIMIT 10000`, floor)
+	pending, err := pendingRefs(ctx, in.mem.r, in.st, store.TurnFilter{SideToo: in.side})
 	if err != nil {
 		return total, nil, fmt.Errorf("memory: pending sessions: %w", err)
 	}
-	var sessions []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			rows.Close()
+	sessions := sessionsOf(pending, 10000)
+	if final {
+		ended, err := in.endedUnsummarized(ctx, 10000)
+		if err != nil {
 			return total, nil, err
 		}
-		sessions = append(sessions, s)
-	}
-	rows.Close()
-	if final {
-		// Ended sessions whose summary is outstanding.
-		rows, err := in.st.Reader().QueryContext(ctx, `SELECT c.session_id FROM memory_cursors c JOIN sessions s ON s.id = c.session_id
-WHERE s.ended_at IS NOT NULL AND c.summarized_turn_id < c.last_turn_id LIMIT 10000`)
-		if err != nil {
-			return total, nil, fmt.Errorf("memory: sessions to summarise: %w", err)
-		}
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err == nil && !contains(sessions, s) {
+		for _, s := range ended {
+			if !contains(sessions, s) {
 				sessions = append(sessions, s)
 			}
 		}
-		rows.Close()
 	}
 	for _, s := range sessions {
 		if err := ctx.Err(); err != nil {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
 // POST /v1/memory/ingest is durable and asynchronous: the request is checked,
@@ -112,10 +113,13 @@ func (a *API) ingestJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := IngestJobStatus{JobID: id}
-	var kind string
-	err = a.Store.r.QueryRowContext(r.Context(), `SELECT kind, state, attempts, last_error FROM jobs WHERE id = ?`, id).
-		Scan(&kind, &st.Status, &st.Attempts, &st.LastError)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && kind != JobAPIIngest {
+	if a.Store.jobs == nil {
+		WriteError(w, http.StatusServiceUnavailable, "this memory store does not see the host's jobs")
+		return
+	}
+	job, err := a.Store.jobs.Job(r.Context(), id)
+	st.Status, st.Attempts, st.LastError = job.State, job.Attempts, job.LastError
+	if errors.Is(err, store.ErrNotFound) || err == nil && job.Kind != JobAPIIngest {
 		WriteError(w, http.StatusNotFound, fmt.Sprintf("no memory ingest job %d", id))
 		return
 	}

@@ -148,6 +148,8 @@ type Store struct {
 
 	hostOnce sync.Once
 	hostID   string
+	turns    store.TurnLog   // the recorded turns (nil: none, tests)
+	jobs     store.JobReader // the jobs a client polls
 
 	phrases phraseRing // recent sentences per scope and agent (boilerplate)
 	idx     indexState // the in-memory index (StartIndex)
@@ -163,8 +165,10 @@ type Store struct {
 }
 
 // Open returns the memory store on st (its migrations create the tables).
-func Open(st *store.SQLite, o Options) *Store {
-	return open(st.Writer(), st.Reader(), o)
+func Open(st Storage, o Options) *Store {
+	s := open(st.Writer(), st.Reader(), o)
+	s.turns, s.jobs = st, st
+	return s
 }
 
 func open(w, r *sql.DB, o Options) *Store {

@@ -180,7 +180,7 @@ func (r *Remote) Counts(ctx context.Context) map[string]int {
 		out["memories_refused"] = st.Refused
 	}
 	if r.local != nil {
-		pendingCounts(ctx, r.local.r, out)
+		r.local.pendingCounts(ctx, out)
 	}
 	return out
 }

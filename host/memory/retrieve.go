@@ -75,7 +75,7 @@ func (s *Store) Counts(ctx context.Context) map[string]int {
 	if n, err := s.ActiveCount(ctx); err == nil {
 		out["memories"] = n
 	}
-	pendingCounts(ctx, s.r, out)
+	s.pendingCounts(ctx, out)
 	if n, err := s.RefusedCount(ctx); err == nil {
 		out["memories_refused"] = n
 	}

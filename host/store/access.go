@@ -29,9 +29,34 @@ type Upkeep interface {
 	FreePages(ctx context.Context) (free int64, incremental bool, err error)
 }
 
+// TurnLog is what a learner that mines recorded turns reads (memory
+// ingestion): which turns it may still have to read, a session's turns
+// after its cursor, and the sessions themselves. The cursors are the
+// learner's own (its tables).
+type TurnLog interface {
+	LearnableTurns(ctx context.Context, f TurnFilter) ([]TurnRef, error)
+	SessionTurnsAfter(ctx context.Context, session string, after int64, n int) ([]Turn, error)
+	SessionTurnBack(ctx context.Context, session string, upTo int64, back int) (id int64, ok bool, err error)
+	LastTurnID(ctx context.Context) (int64, error)
+	Session(ctx context.Context, id string) (Session, error)
+}
+
+// JobReader looks up one job (a client polling the job it queued).
+type JobReader interface {
+	Job(ctx context.Context, id int64) (Job, error)
+}
+
+// UsageRecorder records an LLM call the host made for itself.
+type UsageRecorder interface {
+	RecordUsage(ctx context.Context, u Usage) error
+}
+
 // SQLite implements every interface of this package.
 var (
-	_ Store  = (*SQLite)(nil)
-	_ Tables = (*SQLite)(nil)
-	_ Upkeep = (*SQLite)(nil)
+	_ Store         = (*SQLite)(nil)
+	_ Tables        = (*SQLite)(nil)
+	_ Upkeep        = (*SQLite)(nil)
+	_ TurnLog       = (*SQLite)(nil)
+	_ JobReader     = (*SQLite)(nil)
+	_ UsageRecorder = (*SQLite)(nil)
 )

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// turnLogFixture records, in order (ids 1..7):
+//
+//	1 s1 main 200 a/x   2 s1 side 200 a/x   3 s1 main 500 a/x   4 s2 main 200 b/x
+//	5 s1 main 201 a/x   6 s3 main 200 a/y   7 s2 side 204 b/x
+func turnLogFixture(t *testing.T) *SQLite {
+	t.Helper()
+	s, _ := openTest(t)
+	mk := func(session, agent, scope, typ string, status int) *Turn {
+		return &Turn{SessionID: session, Agent: agent, MemoryScope: scope, TurnType: typ, ClientAPI: "openai", UpstreamAPI: "openai",
+			RequestJSON: `{"n":"` + session + `"}`, ResponseText: "answer", Status: status}
+	}
+	turns := []*Turn{mk("s1", "a", "x", "main", 200), mk("s1", "a", "x", "side", 200), mk("s1", "a", "x", "main", 500),
+		mk("s2", "b", "x", "main", 200), mk("s1", "a", "x", "main", 201), mk("s3", "a", "y", "main", 200), mk("s2", "b", "x", "side", 204)}
+	if err := s.RecordTurns(context.Background(), turns); err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range turns {
+		if tr.ID != int64(i+1) {
+			t.Fatalf("turn %d has id %d", i, tr.ID)
+		}
+	}
+	return s
+}
+
+func TestLearnableTurns(t *testing.T) {
+	s := turnLogFixture(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		f    TurnFilter
+		want []int64
+	}{
+		{"main answered", TurnFilter{}, []int64{1, 4, 5, 6}},
+		{"side too", TurnFilter{SideToo: true}, []int64{1, 2, 4, 5, 6, 7}},
+		{"after", TurnFilter{After: 4}, []int64{5, 6}},
+		{"of agent in scope", TurnFilter{OfAgent: true, Agent: "a", Scope: "x"}, []int64{1, 5}},
+		{"of agent, empty names match only empty", TurnFilter{OfAgent: true}, nil},
+		{"except a session", TurnFilter{SideToo: true, ExceptSession: "s1"}, []int64{4, 6, 7}},
+		{"the oldest two", TurnFilter{After: 1, Limit: 2}, []int64{4, 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refs, err := s.LearnableTurns(ctx, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, r := range refs {
+				got = append(got, r.ID)
+				if r.SessionID == "" || r.CreatedAt.IsZero() {
+					t.Errorf("ref %+v lacks its session or time", r)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("ids %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSessionTurnsAfterAndBack(t *testing.T) {
+	s := turnLogFixture(t)
+	ctx := context.Background()
+	turns, err := s.SessionTurnsAfter(ctx, "s1", 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 2 || turns[0].ID != 2 || turns[1].ID != 3 || turns[0].TurnType != "side" || turns[1].Status != 500 ||
+		turns[0].RequestJSON != `{"n":"s1"}` || turns[0].ResponseText != "answer" || turns[0].MemoryScope != "x" || turns[0].Agent != "a" {
+		t.Fatalf("turns after 1: %+v", turns)
+	}
+	if turns, err := s.SessionTurnsAfter(ctx, "s1", 5, 10); err != nil || len(turns) != 0 {
+		t.Fatalf("after the last: %d %v", len(turns), err)
+	}
+	for _, tc := range []struct {
+		upTo   int64
+		back   int
+		want   int64
+		wantOK bool
+	}{
+		{5, 0, 5, true}, {4, 0, 3, true}, {5, 3, 1, true}, {5, 4, 0, false}, {0, 0, 0, false},
+	} {
+		id, ok, err := s.SessionTurnBack(ctx, "s1", tc.upTo, tc.back)
+		if err != nil || id != tc.want || ok != tc.wantOK {
+			t.Errorf("back %d from %d: %d %v %v, want %d %v", tc.back, tc.upTo, id, ok, err, tc.want, tc.wantOK)
+		}
+	}
+	if last, err := s.LastTurnID(ctx); err != nil || last != 7 {
+		t.Fatalf("last turn id: %d %v", last, err)
+	}
+	empty, _ := openTest(t)
+	if last, err := empty.LastTurnID(ctx); err != nil || last != 0 {
+		t.Fatalf("last turn id of an empty store: %d %v", last, err)
+	}
+}
+
+func TestJobLookup(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	now := time.Now()
+	id, err := s.EnqueueJob(ctx, "memory_api_ingest", `{"x":1}`, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Job(ctx, id)
+	if err != nil || j.ID != id || j.Kind != "memory_api_ingest" || j.State != "pending" || j.Payload != `{"x":1}` || j.Attempts != 0 {
+		t.Fatalf("job: %+v %v", j, err)
+	}
+	if _, err := s.ClaimJob(ctx, []string{"memory_api_ingest"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FailJob(ctx, id, "upstream down", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err = s.Job(ctx, id); err != nil || j.State != "failed" || j.Attempts != 1 || j.LastError != "upstream down" {
+		t.Fatalf("failed job: %+v %v", j, err)
+	}
+	if _, err := s.Job(ctx, id+1); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown job: %v", err)
+	}
+}
