@@ -34,6 +34,8 @@ func TestStepsLearnSwapAndRecord(t *testing.T) {
 			g0, b0 := probe(t, first.Sampler, good.Tokens[0]), probe(t, first.Sampler, bad.Tokens[0])
 			ids := e.batchOf("a", good, bad)
 			rec := e.waitStep(1)
+			// The step is recorded, then the new sampler is swapped in.
+			waitFor(t, "the step 1 sampler serving", func() bool { return e.cur.Load().Step >= 1 })
 			v := e.cur.Load()
 			if v.Step != 1 || v.Sampler.ID() == first.Sampler.ID() || rec.Sampler != v.Sampler.ID() {
 				t.Fatalf("after step 1 serving %+v (step row sampler %q)", v, rec.Sampler)
