@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
 // marshal encodes v without HTML escaping: agent prompts are full of '<' and
@@ -62,58 +64,10 @@ func normArgs(s string) string {
 	return s
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. It mirrors encoding/json (invalid
-// UTF-8 becomes U+FFFD, U+2028/2029 are escaped) but leaves <, >, & alone.
-// Used on the streaming path where events are built by hand.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString appends s as a JSON string as encoding/json writes it
+// (invalid UTF-8 becomes U+FFFD, U+2028/2029 are escaped) but leaves <, >, &
+// alone. Used on the streaming path where events are built by hand.
+func appendString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
 
 const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -7,6 +7,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
+	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
 var (
@@ -138,7 +139,7 @@ func spliceString(lit []byte, text string) []byte {
 	out := make([]byte, 0, len(lit)+len(text)+len(text)/8+16)
 	out = append(out, lit[:len(lit)-1]...)
 	out = append(out, `\n\n`...)
-	out = appendJSONStringBody(out, text)
+	out = jsonstr.AppendBody(out, text)
 	return append(out, '"')
 }
 

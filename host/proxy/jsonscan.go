@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
 // The request path touches a few fields of bodies that are often 50 KB or
@@ -161,71 +163,11 @@ func appendObject(dst []byte, fields []field) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, f.key)
+		dst = jsonstr.Append(dst, f.key)
 		dst = append(dst, ':')
 		dst = append(dst, f.val...)
 	}
 	return append(dst, '}')
-}
-
-// appendJSONString appends s as a JSON string without HTML escaping, byte
-// for byte as encoding/json's Encoder with SetEscapeHTML(false) writes it
-// (invalid UTF-8 becomes \ufffd; U+2028 and U+2029 are escaped), without its
-// buffer and reflection: the injected block passes here on every turn.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	return append(appendJSONStringBody(dst, s), '"')
-}
-
-// appendJSONStringBody is appendJSONString without the quotes.
-func appendJSONStringBody(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(dst, s[start:]...)
 }
 
 // stringValue decodes a raw value that should be a JSON string.

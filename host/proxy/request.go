@@ -15,6 +15,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
 // identityFields are MetaClaw's body extensions: read, then removed before the
@@ -154,7 +155,7 @@ func (r *request) encode() ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, f.key)
+		dst = jsonstr.Append(dst, f.key)
 		dst = append(dst, ':')
 		if f.key != "messages" {
 			dst = append(dst, f.val...)
