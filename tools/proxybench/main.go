@@ -346,7 +346,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 var (
 	cpuProfile, blockProfile, memProfile string
-	pauseLearning            bool
+	pauseLearning                        bool
 )
 
 // startProfile starts the profiles asked for (any path may be empty) and
