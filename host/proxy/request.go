@@ -14,7 +14,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
-	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/host/usertext"
 	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
@@ -290,7 +290,7 @@ func (r *request) recentUserTexts(n int) []string {
 		if r.messages[i].role != "user" {
 			continue
 		}
-		if t := transcript.Clean(msgcontent.Text(r.messages[i].content())); t != "" {
+		if t := usertext.Clean(msgcontent.Text(r.messages[i].content())); t != "" {
 			out = append(out, t)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
-	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/host/usertext"
 	"github.com/metaclaw-go/metaclaw/host/version"
 )
 
@@ -200,7 +200,7 @@ func userTexts(given []string, messages json.RawMessage) ([]string, error) {
 			if len(t) > maxTextBytes {
 				t = t[len(t)-maxTextBytes:]
 			}
-			if t = transcript.Clean(t); t != "" {
+			if t = usertext.Clean(t); t != "" {
 				out = append(out, t)
 			}
 		}
@@ -216,7 +216,7 @@ func userTexts(given []string, messages json.RawMessage) ([]string, error) {
 			if msgs[i].Role != "user" {
 				continue
 			}
-			if t := transcript.Clean(msgcontent.Text(msgs[i].Content)); t != "" {
+			if t := usertext.Clean(msgcontent.Text(msgs[i].Content)); t != "" {
 				out = append([]string{t}, out...)
 			}
 		}
@@ -302,7 +302,7 @@ func (s *Server) observe(p protocol.ObserveParams) (protocol.ObserveResult, erro
 	if p.UserText == "" {
 		p.UserText, _ = s.prompts.get(promptKey(agent, p.Session))
 	}
-	p.UserText = transcript.Clean(clipTail(p.UserText, maxTextBytes))
+	p.UserText = usertext.Clean(clipTail(p.UserText, maxTextBytes))
 	p.AssistantText = clip(p.AssistantText, 4*maxTextBytes)
 	if p.UserText == "" && strings.TrimSpace(p.AssistantText) == "" && p.Error == "" {
 		res.Reason = "empty turn"
@@ -436,7 +436,7 @@ func (s *Server) handleToolsCall(ctx context.Context, raw json.RawMessage) (any,
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: arguments must be an object")
 	}
 	q := core.Query{Agent: agent, SessionID: p.Session, Scope: scopeOf(p.Identity)}
-	result, err := s.o.Core.CallTool(ctx, p.Name, q, transcript.CleanToolArgs(args))
+	result, err := s.o.Core.CallTool(ctx, p.Name, q, usertext.CleanToolArgs(args))
 	if err != nil {
 		var unknown core.ErrUnknownTool
 		if errors.As(err, &unknown) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
+	"github.com/metaclaw-go/metaclaw/host/usertext"
 )
 
 // TestCapturedOpenClawRequests runs UserText on the requests the real
@@ -54,7 +55,7 @@ func TestCapturedOpenClawRequests(t *testing.T) {
 			if m.Role != "user" {
 				continue
 			}
-			c := Clean(msgcontent.Text(m.Content))
+			c := usertext.Clean(msgcontent.Text(m.Content))
 			if strings.Contains(c, "Runtime:") || strings.Contains(c, "UTC]") || strings.Contains(c, "OPENCLAW_INTERNAL") || strings.Contains(c, core.BeginMarker) {
 				t.Errorf("%s: envelope left in %q", file, c)
 			}

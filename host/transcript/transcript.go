@@ -31,15 +31,6 @@ type Exchange struct {
 	At        time.Time
 }
 
-// Clean returns what the user wrote (usertext.Clean).
-func Clean(text string) string { return usertext.Clean(text) }
-
-// StripEnvelope removes the client's envelope (usertext.StripEnvelope).
-func StripEnvelope(text string) string { return usertext.StripEnvelope(text) }
-
-// CleanToolArgs cleans a tool call's arguments (usertext.CleanToolArgs).
-func CleanToolArgs(args json.RawMessage) json.RawMessage { return usertext.CleanToolArgs(args) }
-
 type message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
@@ -66,7 +57,7 @@ func UserText(requestJSON string) string {
 		if isTool {
 			return ""
 		}
-		if t = Clean(t); t != "" {
+		if t = usertext.Clean(t); t != "" {
 			parts = append([]string{t}, parts...)
 		}
 	}
@@ -79,7 +70,7 @@ func FromTurn(t store.Turn) Exchange {
 	_ = json.Unmarshal([]byte(t.ToolCallsJSON), &calls)
 	return Exchange{
 		TurnID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Scope: t.MemoryScope, TurnIndex: t.TurnIndex,
-		User: UserText(t.RequestJSON), Assistant: Clean(t.ResponseText), ToolCalls: len(calls), At: t.CreatedAt,
+		User: UserText(t.RequestJSON), Assistant: usertext.Clean(t.ResponseText), ToolCalls: len(calls), At: t.CreatedAt,
 	}
 }
 

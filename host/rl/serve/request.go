@@ -8,7 +8,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/rl/chattemplate"
-	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/host/usertext"
 )
 
 // params are what a request asks of the sampler and of the answer.
@@ -142,7 +142,7 @@ const (
 func instruction(conv chattemplate.Conversation) string {
 	for i := len(conv.Messages) - 1; i >= 0; i-- {
 		if m := conv.Messages[i]; m.Role == "user" {
-			return clip(transcript.Clean(m.Content), maxInstruction)
+			return clip(usertext.Clean(m.Content), maxInstruction)
 		}
 	}
 	return ""
@@ -159,7 +159,7 @@ func lastMessage(conv chattemplate.Conversation) string {
 	if m.Role == "tool" && m.Name != "" {
 		role = "tool (" + m.Name + ")"
 	}
-	return clip(role+": "+transcript.Clean(m.Content), maxMessage)
+	return clip(role+": "+usertext.Clean(m.Content), maxMessage)
 }
 
 func clip(s string, n int) string {
