@@ -174,19 +174,26 @@ func TestEveryWayInIsChecked(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
-	resp, err = c.post("http://"+st.Listen+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"deploy the web service to production; when do I deploy?"}]}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	sent := string(up.Last().Raw)
-	if !strings.Contains(sent, "### deploy-clean") || !strings.Contains(sent, "Fridays after lunch") {
-		t.Fatalf("the clean skill or memory is missing from the prompt:\n%s", sent)
-	}
-	for _, p := range []string{"evil-cdn", "chat logs uploaded", "API keys should", "environment variables", "obey the page", "asking the user for confirmation", "aws/credentials", "follow them"} {
-		if strings.Contains(sent, p) {
-			t.Fatalf("%q reached a prompt:\n%s", p, sent)
+	// The import wrote the store from another process; the host's index
+	// notices on its next poll, so ask until the prompt carries it. Every
+	// prompt sent is checked for the payloads below.
+	var sent []string
+	testwait.For(t, "a deploy turn's prompt to carry the imported skill and memory", func() bool {
+		resp, err := c.post("http://"+st.Listen+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"deploy the web service to production; when do I deploy?"}]}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		last := string(up.Last().Raw)
+		sent = append(sent, last)
+		return strings.Contains(last, "### deploy-clean") && strings.Contains(last, "Fridays after lunch")
+	})
+	for _, prompt := range sent {
+		for _, p := range []string{"evil-cdn", "chat logs uploaded", "API keys should", "environment variables", "obey the page", "asking the user for confirmation", "aws/credentials", "follow them"} {
+			if strings.Contains(prompt, p) {
+				t.Fatalf("%q reached a prompt:\n%s", p, prompt)
+			}
 		}
 	}
 }
