@@ -178,7 +178,7 @@ func TestEveryWayInIsChecked(t *testing.T) {
 	// notices on its next poll, so ask until the prompt carries it. Every
 	// prompt sent is checked for the payloads below.
 	var sent []string
-	testwait.For(t, "a deploy turn's prompt to carry the imported skill and memory", func() bool {
+	carried := testwait.Until(testwait.Deadline, func() bool {
 		resp, err := c.post("http://"+st.Listen+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"deploy the web service to production; when do I deploy?"}]}`)
 		if err != nil {
 			t.Fatal(err)
@@ -189,6 +189,9 @@ func TestEveryWayInIsChecked(t *testing.T) {
 		sent = append(sent, last)
 		return strings.Contains(last, "### deploy-clean") && strings.Contains(last, "Fridays after lunch")
 	})
+	if !carried {
+		t.Fatalf("after %d turns the clean skill or memory is still missing from the prompt:\n%s", len(sent), sent[len(sent)-1])
+	}
 	for _, prompt := range sent {
 		for _, p := range []string{"evil-cdn", "chat logs uploaded", "API keys should", "environment variables", "obey the page", "asking the user for confirmation", "aws/credentials", "follow them"} {
 			if strings.Contains(prompt, p) {

@@ -387,8 +387,13 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		switch {
 		case cerr != nil || read == nil:
 			ix.spoiled = true // rebuilt by the poller: a failed commit, or a bulk change
-		default:
-			ix.gen = max(ix.gen, gen)
+		case gen == ix.gen+1:
+			ix.gen = gen
+		case gen > ix.gen:
+			// Another process committed since the index last caught up: this
+			// commit is applied, theirs is not, so taking this generation
+			// would hide their write from the poller for good.
+			ix.spoiled = true
 		}
 		ix.mu.Unlock()
 	}
