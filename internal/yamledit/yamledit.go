@@ -94,6 +94,9 @@ func Set(src []byte, path []string, val *yaml.Node) ([]byte, error) {
 	}
 	fresh, _ := Parse(src)
 	patched, ok := patchSet(src, fresh, path, inlineText(val), unit)
+	if !ok { // a block value, or a shape the one-line patch does not handle
+		patched, ok = docSet(src, path, val)
+	}
 	return chooseText(patched, ok, want), nil
 }
 
@@ -115,6 +118,15 @@ func Delete(src []byte, path []string) (out []byte, changed bool, err error) {
 	fresh, _ := Parse(src)
 	patched, ok := patchDelete(src, fresh, path)
 	return chooseText(patched, ok, want), true, nil
+}
+
+// docSet patches through Doc (block values in the file's indentation).
+func docSet(src []byte, path []string, val *yaml.Node) ([]byte, bool) {
+	d, err := Open(src)
+	if err != nil || d.Set(path, cloneNode(val)) != nil {
+		return nil, false
+	}
+	return d.Bytes(), true
 }
 
 // Encode renders n with the given indentation step.
