@@ -1,7 +1,13 @@
 // Package yamledit edits one YAML document in place and keeps what the
-// user wrote: comments, key order, quoting and every unrelated byte.
+// user wrote: comments, key order, quoting and every unrelated byte. It is
+// the project's one YAML editor.
 //
-// Every change is made twice. First on the node tree (always possible, but
+// Doc (doc.go) is the checked editor for files that must never say
+// something else than meant (the client adapters): every step is a text
+// patch that is re-parsed and compared with the intended data, or refused.
+//
+// Set and Delete below are one-shot edits for MetaClaw's own config. Every
+// change is made twice. First on the node tree (always possible, but
 // re-encoding loses blank lines and comment spacing), then as a minimal
 // text patch located through the nodes' line/column positions. The patch is
 // used when it parses to exactly the same data as the tree edit; otherwise
