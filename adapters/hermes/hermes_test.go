@@ -2,6 +2,8 @@ package hermes
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,5 +56,41 @@ func TestRefusals(t *testing.T) {
 	err = w.Engine().Wire(context.Background(), New(), w.Request(), "", adapters.WireOptions{Yes: true})
 	if err == nil || !strings.Contains(err.Error(), "pass --model") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A config saved on Windows with non-ASCII keys, values and comments:
+// the edits keep CRLF line ends and every character, and unwire restores
+// the bytes (Roundtrip).
+func TestCRLFAndNonASCII(t *testing.T) {
+	w := adaptertest.NewWorld(t)
+	src := strings.ReplaceAll("# Hermes — configuración\n"+
+		"model:\n  default: \"modèle-α\"   # 模型\n  provider: auto\n"+
+		"custom_providers:\n  - name: ünï\n    base_url: https://例え.jp/v1 # ここ\n"+
+		"名前: 値\n", "\n", "\r\n")
+	w.Write(".hermes/config.yaml", src)
+	req := w.Request()
+	req.Via = adapters.ViaBoth
+	adaptertest.Roundtrip{Adapter: New(), Request: req, Golden: "crlf-nonascii",
+		Files: []string{".hermes/config.yaml"}}.Run(w)
+	w2 := adaptertest.NewWorld(t)
+	w2.Write(".hermes/config.yaml", src)
+	req2 := w2.Request()
+	req2.Via = adapters.ViaBoth
+	if err := w2.Engine().Wire(context.Background(), New(), req2, "", adapters.WireOptions{Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(w2.Home, ".hermes", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	if strings.Count(got, "\n") != strings.Count(got, "\r\n") {
+		t.Fatalf("a line lost its CR:\n%q", got)
+	}
+	for _, keep := range []string{"# Hermes — configuración\r\n", "  default: \"modèle-α\"   # 模型\r\n", "    base_url: https://例え.jp/v1 # ここ\r\n", "名前: 値\r\n"} {
+		if !strings.Contains(got, keep) {
+			t.Fatalf("lost %q:\n%s", keep, got)
+		}
 	}
 }

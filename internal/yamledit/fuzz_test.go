@@ -2,10 +2,13 @@ package yamledit
 
 import (
 	"bytes"
+	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/internal/fixtures"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -134,4 +137,119 @@ func indentUnitOf(doc *yaml.Node) int {
 		return 2
 	}
 	return indentUnit(doc)
+}
+
+// FuzzDoc makes random checked edits on the real client configs
+// (testdata/clients) and on odd shapes. Never a panic; an edit either
+// fails and leaves the text as it was, or its output parses to exactly the
+// intended data, holds the new value, keeps every other top-level key's
+// data and every line before the edited key; an edit that adds a key keeps
+// every line of the file (comments included).
+func FuzzDoc(f *testing.F) {
+	for _, s := range []string{"", "a: 1\n", "m:\n  k: v # c\n", "l:\n  - name: a\n    x: 1\n", "# only comments\n",
+		"m: {a: 1}\n", "k: |\n  text\n  more\nn: 2\n", "名前: 値 # c\nl:\n  - name: ő\n", "a: b\r\nm:\r\n  k: v\r\n",
+		"hooks:\n  e:\n    - command: x\n      timeout: 3\n    # after\n", "a: first\n  second\n"} {
+		f.Add([]byte(s), "k", "v", uint8(0))
+	}
+	for _, p := range fixtures.Glob(f, "clients/*/*/*.yaml*", 1) {
+		if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
+			for op := range uint8(5) {
+				f.Add(b, "model", "v", op)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, src []byte, key, val string, op uint8) {
+		d, err := Open(src)
+		if err != nil {
+			return
+		}
+		path, node, match := fuzzOp(op, key, val)
+		before, beforeData := d.Bytes(), d.Data()
+		_, existed := walkValue(d.tree, path)
+		if match != "" {
+			err = d.UpsertItem(path, match, node)
+		} else {
+			err = d.Set(path, node)
+		}
+		if err != nil {
+			if !bytes.Equal(d.Bytes(), before) {
+				t.Fatalf("a failed edit (%v) changed the text\nsrc %q\nout %q", err, src, d.Bytes())
+			}
+			return
+		}
+		out := d.Bytes()
+		if err := d.Verify(); err != nil {
+			t.Fatalf("%v\nsrc %q\nout %q", err, src, out)
+		}
+		if _, err := Parse(out); err != nil {
+			t.Fatalf("output does not parse: %v\n%q", err, out)
+		}
+		got, ok := walkValue(d.tree, path)
+		if !ok {
+			t.Fatalf("%v missing after the edit\n%q", path, out)
+		}
+		if match != "" {
+			ok = got.Kind == yaml.SequenceNode && matchItem(got, match, val) >= 0
+		} else {
+			ok = sameNode(got, node)
+		}
+		if !ok {
+			t.Fatalf("%v does not hold the value\nsrc %q\nout %q", path, src, out)
+		}
+		if m, isMap := beforeData.(map[string]any); isMap {
+			after, _ := d.Data().(map[string]any)
+			for k, v := range m {
+				if k != path[0] && !reflect.DeepEqual(after[k], v) {
+					t.Fatalf("unrelated key %q changed\nsrc %q\nout %q", k, src, out)
+				}
+			}
+		}
+		keepsLines(t, before, out, path, existed)
+	})
+}
+
+// fuzzOp picks one of the edits the adapters make.
+func fuzzOp(op uint8, key, val string) (path []string, node *yaml.Node, match string) {
+	switch op % 5 {
+	case 0:
+		return []string{"model", "provider"}, str(val), ""
+	case 1:
+		return []string{"m", key}, str(val), ""
+	case 2:
+		return []string{key}, mapping(str("a"), str(val), str("list"), seq(str(val), intNode("1"))), ""
+	case 3:
+		return []string{"custom_providers"}, mapping(str("name"), str(val), str("base_url"), str("http://x/v1")), "name"
+	default:
+		return []string{"hooks", key}, mapping(str("command"), str(val), str("timeout"), intNode("10")), "command"
+	}
+}
+
+// keepsLines: the lines before the edited top-level key are untouched, and
+// an edit that adds a new key keeps every line of the file.
+func keepsLines(t *testing.T, before, out []byte, path []string, existed bool) {
+	t.Helper()
+	old, now := splitLines(before), splitLines(out)
+	if !existed {
+		i := 0
+		for _, l := range now {
+			if i < len(old) && strings.TrimRight(l, "\r\n") == strings.TrimRight(old[i], "\r\n") {
+				i++
+			}
+		}
+		if i < len(old) {
+			t.Fatalf("adding %v lost line %q\nsrc %q\nout %q", path, old[i], before, out)
+		}
+		return
+	}
+	doc, _ := Parse(before)
+	steps, ok := walkPath(doc, path[:1])
+	if !ok {
+		return
+	}
+	k := steps[0].m.Content[steps[0].idx]
+	for i := 0; i < k.Line-1 && i < len(old); i++ {
+		if i >= len(now) || now[i] != old[i] {
+			t.Fatalf("line %d before the edited key changed\nsrc %q\nout %q", i+1, before, out)
+		}
+	}
 }

@@ -1,7 +1,13 @@
 // Package yamledit edits one YAML document in place and keeps what the
-// user wrote: comments, key order, quoting and every unrelated byte.
+// user wrote: comments, key order, quoting and every unrelated byte. It is
+// the project's one YAML editor.
 //
-// Every change is made twice. First on the node tree (always possible, but
+// Doc (doc.go) is the checked editor for files that must never say
+// something else than meant (the client adapters): every step is a text
+// patch that is re-parsed and compared with the intended data, or refused.
+//
+// Set and Delete below are one-shot edits for MetaClaw's own config. Every
+// change is made twice. First on the node tree (always possible, but
 // re-encoding loses blank lines and comment spacing), then as a minimal
 // text patch located through the nodes' line/column positions. The patch is
 // used when it parses to exactly the same data as the tree edit; otherwise
@@ -94,6 +100,9 @@ func Set(src []byte, path []string, val *yaml.Node) ([]byte, error) {
 	}
 	fresh, _ := Parse(src)
 	patched, ok := patchSet(src, fresh, path, inlineText(val), unit)
+	if !ok { // a block value, or a shape the one-line patch does not handle
+		patched, ok = docSet(src, path, val)
+	}
 	return chooseText(patched, ok, want), nil
 }
 
@@ -115,6 +124,15 @@ func Delete(src []byte, path []string) (out []byte, changed bool, err error) {
 	fresh, _ := Parse(src)
 	patched, ok := patchDelete(src, fresh, path)
 	return chooseText(patched, ok, want), true, nil
+}
+
+// docSet patches through Doc (block values in the file's indentation).
+func docSet(src []byte, path []string, val *yaml.Node) ([]byte, bool) {
+	d, err := Open(src)
+	if err != nil || d.Set(path, cloneNode(val)) != nil {
+		return nil, false
+	}
+	return d.Bytes(), true
 }
 
 // Encode renders n with the given indentation step.
