@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/host/usertext"
 )
@@ -166,15 +167,9 @@ func (m ocMessage) blocks() []ocBlock {
 	return bs
 }
 
-func (m ocMessage) text() string {
-	var parts []string
-	for _, b := range m.blocks() {
-		if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
-			parts = append(parts, b.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
+// text is what the message says: its string, or its text blocks joined by
+// newlines (msgcontent decides which blocks are text, for every reader).
+func (m ocMessage) text() string { return msgcontent.Text(m.Content) }
 
 // cleanUser is the user's own words of a stored OpenClaw message: without
 // the timestamp, metadata blocks and runtime line OpenClaw wraps them in.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 )
 
@@ -100,26 +101,19 @@ func first(v ...string) string {
 }
 
 type pcMessage struct {
-	Role         string `json:"role"`
-	Content      string `json:"content"`
-	ContentParts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content_parts"`
-	ToolCalls json.RawMessage `json:"tool_calls"`
+	Role         string          `json:"role"`
+	Content      string          `json:"content"`
+	ContentParts json.RawMessage `json:"content_parts"`
+	ToolCalls    json.RawMessage `json:"tool_calls"`
 }
 
+// text is the message's content, or else the text of its parts (msgcontent
+// decides which parts are text, for every reader).
 func (m pcMessage) text() string {
 	if strings.TrimSpace(m.Content) != "" {
 		return m.Content
 	}
-	var parts []string
-	for _, p := range m.ContentParts {
-		if p.Type == "text" && p.Text != "" {
-			parts = append(parts, p.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
+	return msgcontent.Text(m.ContentParts)
 }
 
 func (p *picoclaw) turnKey(session, turn string) string { return session + "\x00" + turn }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
+	"github.com/metaclaw-go/metaclaw/host/daemon"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -153,6 +154,10 @@ func setConfig(cmd *cobra.Command, key, value string) error {
 		}
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s = %s\n", key, shown)
-	fmt.Fprintln(cmd.OutOrStdout(), "restart the host (`metaclaw stop && metaclaw start`) for it to take effect")
+	// A running host keeps the config it started with; a stopped one reads
+	// the file on its next start, so there is nothing to restart.
+	if info, err := daemon.ReadInfo(h); err == nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "the running host (pid %d) keeps its config: restart it (`metaclaw stop && metaclaw start`) for this to take effect\n", info.PID)
+	}
 	return nil
 }

@@ -183,6 +183,12 @@ func TestStartStatusStopAsProcesses(t *testing.T) {
 		t.Fatalf("upstream auth %q", got)
 	}
 
+	// A change made while the host runs says that the host keeps its config.
+	out, code = c.run("config", "set", "memory.top_k", "7")
+	if code != 0 || !strings.Contains(out, "memory.top_k = 7") || !strings.Contains(out, "running host (pid "+strconv.Itoa(st.PID)+") keeps its config") {
+		t.Fatalf("config set while running: %d %s", code, out)
+	}
+
 	human, _ := c.run("status")
 	for _, want := range []string{"running", "skills_only", st.Listen, "env OPENAI_BASE_URL"} {
 		if !strings.Contains(human, want) {
@@ -306,6 +312,9 @@ func TestConfigCommands(t *testing.T) {
 			if !strings.Contains(out, w) {
 				t.Fatalf("%v: output lacks %q:\n%s", tt.args, w, out)
 			}
+		}
+		if strings.Contains(out, "keeps its config") {
+			t.Fatalf("%v: no host runs, yet it asks for a restart:\n%s", tt.args, out)
 		}
 		if strings.Contains(out, "sk-very-SECRET-999") && tt.args[1] == "show" {
 			t.Fatalf("config show leaked the secret:\n%s", out)

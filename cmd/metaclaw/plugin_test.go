@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -288,7 +289,10 @@ func TestPicoClawProcessHook(t *testing.T) {
 	system := map[string]any{"role": "system", "content": "You are PicoClaw."}
 	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "read_file", "description": "Read", "parameters": map[string]any{"type": "object"}}}}
 	msgs := []any{system,
-		map[string]any{"role": "user", "content": "hi"}, map[string]any{"role": "assistant", "content": "hello"},
+		// An earlier message whose words are only in its parts (an image beside them).
+		map[string]any{"role": "user", "content": "", "content_parts": []any{map[string]any{"type": "text", "text": "hi, here is my tea"},
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,AAAA"}}}},
+		map[string]any{"role": "assistant", "content": "hello"},
 		map[string]any{"role": "user", "content": "Which tea do I like?"}}
 	req := map[string]any{"meta": meta, "context": map[string]any{"inbound": map[string]any{"channel": "cli"}}, "model": "metaclaw",
 		"messages": msgs, "tools": tools, "options": map[string]any{"max_tokens": 1024, "temperature": 0.7}}
@@ -302,7 +306,7 @@ func TestPicoClawProcessHook(t *testing.T) {
 	if len(gm) != 5 || gm[4].(map[string]any)["role"] != "user" || !strings.Contains(gm[4].(map[string]any)["content"].(string), plugintest.Memory) {
 		t.Fatalf("messages %v", gm)
 	}
-	if q := h.Provider.Last(); q.Agent != "main" || q.SessionID != "agent:main:chat-1" {
+	if q := h.Provider.Last(); q.Agent != "main" || q.SessionID != "agent:main:chat-1" || !slices.Equal(q.UserTexts, []string{"hi, here is my tea", "Which tea do I like?"}) {
 		t.Fatalf("query %+v", q)
 	}
 	// The model asks for a tool; PicoClaw runs it and calls the LLM again.

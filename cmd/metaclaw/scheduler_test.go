@@ -77,7 +77,7 @@ func TestSchedulerCommands(t *testing.T) {
 		t.Fatalf("start: %s", out)
 	}
 	st := c.sched("status")
-	if !st.Enabled || st.State != "idle_wait" || !strings.Contains(st.IdleSource, "proxy traffic") || st.Trainer != "none" || !strings.Contains(st.TrainerNote, "no trainer configured") {
+	if !st.Enabled || st.State != "idle_wait" || !strings.Contains(st.IdleSource, "proxy traffic") || st.Trainer != "none" || !strings.Contains(st.TrainerNote, "nothing trains in them") || !strings.Contains(st.TrainerNote, "TINKER_API_KEY") {
 		t.Fatalf("status: %+v", st)
 	}
 	if len(st.Sources) != 2 || st.NextWindow == nil {
@@ -319,7 +319,7 @@ func TestSchedulerPanelInTheDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := panel()
-	for _, want := range []string{"idle_wait since", "paused by the user", "next window", "idle threshold, if the user stays away (when the pause ends)", "paused", "until ", "idle source", "proxy traffic", "trainer", "none: no trainer configured", "last step", "none yet"} {
+	for _, want := range []string{"idle_wait since", "paused by the user", "next window", "idle threshold, if the user stays away (when the pause ends)", "paused", "until ", "idle source", "proxy traffic", "trainer", "none: no trainer: windows are computed", "last step", "none yet"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("scheduler panel lacks %q:\n%s", want, text)
 		}

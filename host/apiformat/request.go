@@ -94,24 +94,14 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // anthropicSystemText flattens a system prompt given as a string or as text
 // blocks; blocks are joined with a blank line, as separate paragraphs.
 func anthropicSystemText(raw json.RawMessage) (string, error) {
-	switch jsonKind(raw) {
-	case 0, 'n':
-		return "", nil
-	case '"':
-		s, err := jsonString(raw)
-		if err != nil {
-			return "", fmt.Errorf("apiformat: anthropic request: system: %w", err)
-		}
-		return s, nil
-	case '[':
-		var blocks []antBlock
-		if err := json.Unmarshal(raw, &blocks); err != nil {
-			return "", fmt.Errorf("apiformat: anthropic request: system: %w", err)
-		}
-		return joinBlockTexts(blocks, "\n\n"), nil
-	default:
+	c, err := msgcontent.Read(raw, msgcontent.Options{Sep: "\n\n"})
+	switch {
+	case errors.Is(err, msgcontent.ErrNotContent):
 		return "", fmt.Errorf("apiformat: anthropic request: system must be a string or an array")
+	case err != nil:
+		return "", fmt.Errorf("apiformat: anthropic request: system: %w", err)
 	}
+	return c.Text, nil
 }
 
 func joinBlockTexts(blocks []antBlock, sep string) string {

@@ -16,11 +16,11 @@ import (
 	"github.com/metaclaw-go/metaclaw/internal/rltest"
 )
 
-// TestTrainingIsWiredByMode runs the host in auto and rl mode against a
+// TestTrainingFollowsMode runs the host in auto and rl mode against a
 // fake Tinker: in auto mode the training loop is the scheduler's trainer
 // and trains only in its windows; in rl mode it trains when a batch is
 // ready and no scheduler runs; the /v1/rl API answers in both.
-func TestTrainingIsWiredByMode(t *testing.T) {
+func TestTrainingFollowsMode(t *testing.T) {
 	fake := faketinker.New(faketinker.Options{APIKey: "tml-k", Models: []toy.Config{rltest.ToyModel()}, LongPoll: 20 * time.Millisecond})
 	ts := httptest.NewServer(fake)
 	t.Cleanup(func() { ts.Close(); fake.Close() })

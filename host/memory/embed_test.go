@@ -56,7 +56,7 @@ func TestEmbeddingsFindWhatWordsMiss(t *testing.T) {
 	cfg.LLM.APIBase = srv.URL
 	h := startHost(t, cfg, AssembleOptions{}, "")
 	if h.mem.Store.o.Embedder == nil || h.mem.Store.o.Mode != "hybrid" {
-		t.Fatalf("embedder not wired: %+v", h.mem.Store.o)
+		t.Fatalf("embedder not set up: %+v", h.mem.Store.o)
 	}
 	ctx := context.Background()
 	if _, _, err := h.mem.Store.Add(ctx, NewUnit{Content: "Remember that the automobile is parked in garage B.", Scope: "user:u"}); err != nil {

@@ -98,7 +98,7 @@ func NewIngester(st Storage, mem *Store, o IngesterOptions) *Ingester {
 		startWait: max(o.StartWait, 0), catchups: make(chan struct{}, 4), checks: make(chan struct{}, 2)}
 }
 
-// Register wires the ingester into the core: the turn listener, the ingest
+// Register connects the ingester to the core: the turn listener, the ingest
 // job, the session-end flush and the session-start catch-up. auto false
 // registers the jobs only (memory.manual_trigger, memory.auto_extract false).
 func (in *Ingester) Register(c *core.Core, auto bool) {

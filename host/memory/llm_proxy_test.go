@@ -83,7 +83,7 @@ func TestLLMExtractorThroughTheProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, ok := h.Store.Options().Extractor.(*LLMExtractor); !ok {
-				t.Fatalf("memory.extractor llm wired %T", h.Store.Options().Extractor)
+				t.Fatalf("memory.extractor llm: the store uses %T", h.Store.Options().Extractor)
 			}
 			mh.mem = h
 			t.Cleanup(h.Store.StopIndex)

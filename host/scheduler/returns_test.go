@@ -16,7 +16,7 @@ import (
 )
 
 // returnRig is a real proxy (with the scheduler's activity hook, as the
-// daemon wires it) in front of a fake upstream, a scheduler running its
+// daemon assembles it) in front of a fake upstream, a scheduler running its
 // loop, and the fake trainer with every stage held by the test.
 type returnRig struct {
 	t     *testing.T

@@ -79,12 +79,13 @@ type StepReport struct {
 	Note     string        `json:"note,omitempty"`
 }
 
-// NoTrainer is the trainer of a host without a training loop: windows are
-// computed, logged and shown, and nothing trains.
+// NoTrainer is the trainer of a host that does not train (mode skills_only,
+// or no training backend): windows are computed, logged and shown, and
+// nothing trains.
 type NoTrainer struct{}
 
 // NoTrainerNote is what status says about NoTrainer.
-const NoTrainerNote = "no trainer configured: windows are computed and logged, nothing trains yet (rl.backend and the training loop)"
+const NoTrainerNote = "no trainer: windows are computed and logged, and nothing trains in them (training runs in mode rl or auto with a training backend: rl.api_key, TINKER_API_KEY, MINT_API_KEY, WEAVER_API_KEY or plugins.trainer)"
 
 func (NoTrainer) Name() string                    { return "none" }
 func (NoTrainer) Resume(Window)                   {}

@@ -1,6 +1,6 @@
 // Package testhost runs the real request path for tests: a SQLite store, the
 // core, the proxy on a loopback httptest server, and a fake upstream. Skills,
-// memory and other parts plug in through Setup, exactly as the daemon wires them.
+// memory and other parts plug in through Setup, exactly as the daemon assembles them.
 package testhost
 
 import (

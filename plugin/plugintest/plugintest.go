@@ -1,7 +1,7 @@
 // Package plugintest runs an in-process host for plugin tests: a SQLite
 // store, the learning core with a fixed context provider, and the JSON-RPC
 // socket server at $METACLAW_HOME/run/metaclaw.sock, exactly as the daemon
-// wires them (minus the proxy).
+// assembles them (minus the proxy).
 package plugintest
 
 import (
@@ -85,8 +85,8 @@ func Start(t testing.TB, home string) *Host {
 	return StartWith(t, home, nil)
 }
 
-// StartWith is Start with setup wiring the core in place of the fixed
-// provider and tool (e.g. the real memory layer, as the daemon wires it).
+// StartWith is Start with setup connecting the core in place of the fixed
+// provider and tool (e.g. the real memory layer, as the daemon assembles it).
 func StartWith(t testing.TB, home string, setup func(c *core.Core, st *store.SQLite)) *Host {
 	t.Helper()
 	st, err := store.OpenSQLite(context.Background(), filepath.Join(home, store.DBFile))
