@@ -138,6 +138,8 @@ type Core struct {
 	rec *recorder
 	job *jobs
 
+	inflight *inflight // requests being answered (gap.go)
+
 	closing chan struct{}
 	bgWG    sync.WaitGroup // recorder and reaper
 	closed  atomic.Bool
@@ -179,6 +181,7 @@ func New(o Options) *Core {
 		maxBody: o.MaxBodyBytes,
 		closing: make(chan struct{}),
 	}
+	c.inflight = newInflight()
 	c.rec = newRecorder(c, o.QueueSize, o.SpoolDir)
 	c.job = newJobs(c, o.JobGrace)
 	if n, err := c.st.RequeueRunning(context.Background()); err != nil {

@@ -38,6 +38,7 @@ type turn struct {
 func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		t := &turn{start: time.Now(), clientAPI: api, ctx: r.Context()}
+		defer s.o.Core.Answering()() // learning waits for a gap (core.WaitForGap)
 		body, err := readBody(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes), r.ContentLength, s.o.MaxBodyBytes)
 		if err != nil {
 			var tooBig *http.MaxBytesError
