@@ -284,6 +284,7 @@ func (c *Core) ask(ctx context.Context, p Provider, q Query) Section {
 // Render joins sections into one block between the markers.
 func Render(sections []Section) Injection {
 	var b strings.Builder
+	b.Grow(renderSize(sections)) // one allocation for a block of several KB
 	var inj Injection
 	for _, s := range sections {
 		body := strings.TrimSpace(s.Body)
@@ -479,4 +480,13 @@ func (c *Core) Close() error {
 	c.job.stop()
 	c.bgWG.Wait()
 	return nil
+}
+
+// renderSize bounds the length of the block Render writes.
+func renderSize(sections []Section) int {
+	n := len(BeginMarker) + len(EndMarker) + 160
+	for _, s := range sections {
+		n += len(s.Title) + len(s.Body) + 8
+	}
+	return n
 }

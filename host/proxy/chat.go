@@ -28,6 +28,7 @@ type turn struct {
 	id        identity
 	inj       core.Injection
 	rec       *store.Turn
+	body      []byte // the request as the client sent it (rec.RequestJSON's bytes)
 	observed  bool
 	ctx       context.Context // the request's
 	sentKey   string          // the key sent upstream: never echoed back (scrub.go)
@@ -73,6 +74,7 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 			ClientAPI: string(api), UpstreamAPI: string(s.o.UpstreamAPI), Model: t.req.model, Stream: t.req.stream,
 			RequestJSON: string(body), UserID: t.id.scope.UserID, WorkspaceID: t.id.scope.WorkspaceID, MemoryScope: t.id.scope.Key(),
 		}
+		t.body = body
 		defer s.finish(t)
 
 		t.passThrough = s.o.PassThrough != nil && s.o.PassThrough()
