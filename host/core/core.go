@@ -138,6 +138,8 @@ type Core struct {
 	rec *recorder
 	job *jobs
 
+	inflight *inflight // requests being answered (gap.go)
+
 	closing chan struct{}
 	bgWG    sync.WaitGroup // recorder and reaper
 	closed  atomic.Bool
@@ -179,6 +181,7 @@ func New(o Options) *Core {
 		maxBody: o.MaxBodyBytes,
 		closing: make(chan struct{}),
 	}
+	c.inflight = newInflight()
 	c.rec = newRecorder(c, o.QueueSize, o.SpoolDir)
 	c.job = newJobs(c, o.JobGrace)
 	if n, err := c.st.RequeueRunning(context.Background()); err != nil {
@@ -281,6 +284,7 @@ func (c *Core) ask(ctx context.Context, p Provider, q Query) Section {
 // Render joins sections into one block between the markers.
 func Render(sections []Section) Injection {
 	var b strings.Builder
+	b.Grow(renderSize(sections)) // one allocation for a block of several KB
 	var inj Injection
 	for _, s := range sections {
 		body := strings.TrimSpace(s.Body)
@@ -476,4 +480,13 @@ func (c *Core) Close() error {
 	c.job.stop()
 	c.bgWG.Wait()
 	return nil
+}
+
+// renderSize bounds the length of the block Render writes.
+func renderSize(sections []Section) int {
+	n := len(BeginMarker) + len(EndMarker) + 160
+	for _, s := range sections {
+		n += len(s.Title) + len(s.Body) + 8
+	}
+	return n
 }

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -93,11 +92,17 @@ func (j *journal) path(seg uint64) string {
 // append writes one turn and returns its segment, to be passed to done once
 // the turn is committed. On an error nothing usable was written.
 func (j *journal) append(t *store.Turn) (uint64, error) {
-	line, err := json.Marshal(t)
+	buf := lineBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= 1<<20 { // a huge turn's buffer is not kept
+			lineBufs.Put(buf)
+		}
+	}()
+	line, err := appendTurnLine((*buf)[:0], t)
+	*buf = line
 	if err != nil {
 		return 0, fmt.Errorf("turn journal: %w", err)
 	}
-	line = append(line, '\n')
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil || j.size+int64(len(line)) > journalSegment && j.size > 0 {

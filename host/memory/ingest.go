@@ -31,6 +31,10 @@ type Batch struct {
 	// before runs first inside the write transaction (withdrawing the
 	// provisional units of the turns this batch mines for real).
 	before func(ctx context.Context, tx *sql.Tx) error
+	// yield, when set, waits for a gap between the answers in flight
+	// (core.WaitForGap): learning's steps run beside requests, not
+	// inside them.
+	yield func(ctx context.Context)
 	// provisional marks a quick pass (see provisional.go): extracted by
 	// extractor, origin OriginProvisional, turns not marked as ingested,
 	// what it did noted in log.
@@ -145,6 +149,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			boiler = append(boiler, boilerplateSentence{t.Scope, t.Agent, f})
 		}
 	}
+	b.wait(ctx)
 	ex := s.o.Extractor
 	if b.provisional != nil {
 		ex = b.provisional.extractor
@@ -211,6 +216,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		}
 	}
 	vecs := s.embedUnits(ctx, units)
+	b.wait(ctx) // not inside the transaction: that would hold the writer
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		if b.before != nil {
 			if err := b.before(ctx, tx); err != nil {
@@ -287,6 +293,13 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 	return res, nil
+}
+
+// wait yields to requests being answered, when the batch says how.
+func (b *Batch) wait(ctx context.Context) {
+	if b.yield != nil {
+		b.yield(ctx)
+	}
 }
 
 // seenSources reports which of the turns' sources were ingested before.

@@ -64,6 +64,10 @@ type Ingester struct {
 	locks     lockStripes   // one ingestion of a session at a time
 	provLocks lockStripes   // one provisional pass of a session at a time
 
+	// yield waits for a gap between answers (core.WaitForGap), before
+	// each batch's extraction and its transaction.
+	yield func(ctx context.Context)
+
 	// testHookInTx, when set, runs inside each batch's write transaction.
 	testHookInTx func()
 }
@@ -106,6 +110,7 @@ func (in *Ingester) Register(c *core.Core, auto bool) {
 		return c.Enqueue(ctx, JobIngest, job, time.Time{})
 	}
 	in.flush = c.Flush
+	in.yield = func(ctx context.Context) { c.WaitForGap(ctx, maxYield) }
 	c.HandleJobs(JobIngest, in.HandleIngest)
 	if auto {
 		c.OnTurn(in.OnTurn)
@@ -160,7 +165,7 @@ func (in *Ingester) HandleIngest(ctx context.Context, payload json.RawMessage) e
 		_, _, err := in.IngestAll(ctx, job.Final)
 		return err
 	}
-	_, err := in.IngestSession(ctx, job.SessionID, job.Final)
+	_, err := in.IngestSession(background(ctx), job.SessionID, job.Final)
 	return err
 }
 
@@ -173,9 +178,22 @@ func (in *Ingester) HandleFlush(ctx context.Context, payload json.RawMessage) er
 	in.mu.Lock()
 	delete(in.counts, se.SessionID)
 	in.mu.Unlock()
-	_, err := in.IngestSession(ctx, se.SessionID, true)
+	_, err := in.IngestSession(background(ctx), se.SessionID, true)
 	return err
 }
+
+// A job's ingestion yields to requests; one a caller waits for (the
+// catch-up a session's first turn waits for, the HTTP API) does not: it
+// would wait for the very request that waits for it.
+type yieldKey struct{}
+
+func background(ctx context.Context) context.Context { return context.WithValue(ctx, yieldKey{}, true) }
+
+func yielding(ctx context.Context) bool { return ctx.Value(yieldKey{}) != nil }
+
+// maxYield bounds each wait for a gap between answers: under load that
+// never pauses, learning still moves on.
+const maxYield = 5 * time.Millisecond
 
 // batchTurns bounds one batch (one transaction).
 const batchTurns = 64
@@ -330,6 +348,9 @@ func (in *Ingester) IngestSession(ctx context.Context, session string, final boo
 // transaction for the local store; after the remote accepted it otherwise
 // (a crash in between resends it, and the remote skips what it has seen).
 func (in *Ingester) send(ctx context.Context, b Batch, local bool, session string, last, summarized int64) (IngestResult, error) {
+	if yielding(ctx) {
+		b.yield = in.yield
+	}
 	if local {
 		b.before = func(ctx context.Context, tx *sql.Tx) error {
 			return withdraw(ctx, tx, session, last, in.mem.o.Extractor.Name(), in.mem.now())

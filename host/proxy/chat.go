@@ -28,6 +28,7 @@ type turn struct {
 	id        identity
 	inj       core.Injection
 	rec       *store.Turn
+	body      []byte // the request as the client sent it (rec.RequestJSON's bytes)
 	observed  bool
 	ctx       context.Context // the request's
 	sentKey   string          // the key sent upstream: never echoed back (scrub.go)
@@ -38,6 +39,7 @@ type turn struct {
 func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		t := &turn{start: time.Now(), clientAPI: api, ctx: r.Context()}
+		defer s.o.Core.Answering()() // learning waits for a gap (core.WaitForGap)
 		body, err := readBody(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes), r.ContentLength, s.o.MaxBodyBytes)
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -72,6 +74,7 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 			ClientAPI: string(api), UpstreamAPI: string(s.o.UpstreamAPI), Model: t.req.model, Stream: t.req.stream,
 			RequestJSON: string(body), UserID: t.id.scope.UserID, WorkspaceID: t.id.scope.WorkspaceID, MemoryScope: t.id.scope.Key(),
 		}
+		t.body = body
 		defer s.finish(t)
 
 		t.passThrough = s.o.PassThrough != nil && s.o.PassThrough()

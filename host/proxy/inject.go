@@ -89,6 +89,10 @@ func (r *request) inject(block string) {
 		}
 		fields := objectFields(m.raw)
 		content, _ := lookup(fields, "content")
+		if raw, ok := spliceContent(fields, bytes.TrimSpace(content), block, len(m.raw)); ok {
+			r.messages[i].raw = raw
+			return
+		}
 		updated := appendToContent(content, block)
 		replaced := false
 		for j := range fields {
@@ -105,6 +109,33 @@ func (r *request) inject(block string) {
 	}
 	sys := msg{raw: mustJSON(map[string]string{"role": "system", "content": block}), role: "system"}
 	r.messages = append([]msg{sys}, r.messages...)
+}
+
+// spliceContent writes the message with block appended to its string
+// content in one buffer (the common case: a system prompt of several KB
+// is copied once, not three times); ok is false for other content shapes.
+func spliceContent(fields []field, content []byte, block string, size int) ([]byte, bool) {
+	if len(content) < 2 || content[0] != '"' || string(content) == `""` {
+		return nil, false
+	}
+	out := make([]byte, 0, size+len(block)+len(block)/8+64)
+	out = append(out, '{')
+	for j, f := range fields {
+		if j > 0 {
+			out = append(out, ',')
+		}
+		out = jsonstr.Append(out, f.key)
+		out = append(out, ':')
+		if f.key != "content" {
+			out = append(out, f.val...)
+			continue
+		}
+		out = append(out, content[:len(content)-1]...)
+		out = append(out, `\n\n`...)
+		out = jsonstr.AppendBody(out, block)
+		out = append(out, '"')
+	}
+	return append(out, '}'), true
 }
 
 // appendToContent appends text to a content value that is absent, a string,

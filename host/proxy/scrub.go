@@ -29,8 +29,16 @@ const keyRedacted = "[REDACTED:upstream_key]"
 // scrubTurn redacts the stored copy of a turn.
 func (s *Server) scrubTurn(t *turn) {
 	rec := t.rec
-	req, found := safety.RedactJSON([]byte(rec.RequestJSON))
-	rec.RequestJSON = string(req)
+	// t.body holds RequestJSON's bytes: no copy each way when (as on
+	// almost every turn) there is nothing to redact.
+	body := t.body
+	if body == nil {
+		body = []byte(rec.RequestJSON)
+	}
+	req, found := safety.RedactJSON(body)
+	if len(found) > 0 || !bytes.Equal(req, body) {
+		rec.RequestJSON = string(req)
+	}
 	var more []string
 	rec.ResponseText, more = safety.RedactCollect(rec.ResponseText)
 	found = append(found, more...)

@@ -45,3 +45,13 @@ func BenchmarkRedactJSON(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStripPasted: a user's question as learning reads it (no pasted
+// material, no request to process text).
+func BenchmarkStripPasted(b *testing.B) {
+	text := "Can you help me deploy the staging cluster and make sure it handles retries and backoff? It failed twice yesterday."
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		StripPasted(text)
+	}
+}

@@ -1,6 +1,8 @@
 package safety
 
 import (
+	"math/rand"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -58,4 +60,42 @@ func FuzzStripPastedKeepRuleBlocks(f *testing.F) {
 			t.Fatalf("output longer than input: %q -> %q", s, out)
 		}
 	})
+}
+
+// TestRequestPrefilterIsConservative: a text mayRequest turns away matches
+// none of the request patterns, and every verb's request is let through.
+func TestRequestPrefilterIsConservative(t *testing.T) {
+	verbs := []string{"Translate", "summarise", "SUMMARIZE", "give me a summary of", "tl;dr of", "TLDR", "paraphrase", "rephrase", "reword",
+		"rewrite", "proofread", "fix the grammar of", "correct spelling in", "check typos in", "edit", "review", "analyse", "Analyze", "explain",
+		"classify", "extract names from", "parse", "format", "convert", "reply to", "respond to", "answer", "critique", "simplify", "shorten",
+		"condense", "transcribe", "polish", "improve", "clean up", "read", "look at", "what does"}
+	for _, v := range verbs {
+		for _, text := range []string{v + " this page: lorem ipsum", "Please " + v + " the following.\nA B C", "one\ntwo\nthree\n" + v + " the above."} {
+			if !mayRequest(text) {
+				t.Errorf("mayRequest(%q) = false", text)
+			}
+			if !leadIn.MatchString(text) && !leadInDot.MatchString(text) && !trailing.MatchString(text) {
+				t.Errorf("no request pattern matches %q: the sample is wrong", text)
+			}
+		}
+	}
+	words := []string{"please", "can", "you", "this", "the", "following", "page", "text", "above", "below", "it", "help", "me", "make",
+		"sure", "fix", "check", "correct", "tl", "dr", "summary", "of", "from", "to", "up", "at", "does", ":", "?", ".", "\n", "report", "deploy"}
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := 2 + r.Intn(14); n > 0; n-- {
+			b.WriteString(words[r.Intn(len(words))])
+			b.WriteByte(" \n"[r.Intn(2)])
+		}
+		text := b.String()
+		if mayRequest(text) {
+			continue
+		}
+		for _, re := range []*regexp.Regexp{leadIn, leadInDot, trailing} {
+			if re.MatchString(text) {
+				t.Fatalf("mayRequest turned away %q, which %v matches", text, re)
+			}
+		}
+	}
 }

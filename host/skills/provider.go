@@ -181,10 +181,11 @@ func (p *Provider) render(hits []hit) core.Section {
 	}
 
 	bodies := make([]string, n)
+	tails := make([]string, n)
 	size := len(preamble)
 	for i, h := range hits {
-		bodies[i], _ = h.e.bodyWithin(allot[i])
-		size += len(h.e.head) + len(bodies[i]) + 4
+		bodies[i], tails[i], _ = h.e.bodyWithin(allot[i])
+		size += len(h.e.head) + len(bodies[i]) + len(tails[i]) + 4
 	}
 	var b strings.Builder
 	b.Grow(size)
@@ -197,6 +198,7 @@ func (p *Provider) render(hits []hit) core.Section {
 		if bodies[i] != "" {
 			b.WriteString("\n")
 			b.WriteString(bodies[i])
+			b.WriteString(tails[i])
 			total += allot[i]
 		}
 		ids = append(ids, h.e.skill.ID())
@@ -281,28 +283,27 @@ func (e *entry) bodyCut(limit int) (lines, tokens int) {
 }
 
 // bodyWithin returns the longest prefix of whole body lines within limit
-// tokens (with a closing fence if the cut falls inside a code block, and an
-// ellipsis line when something was cut), and its token count.
-func (e *entry) bodyWithin(limit int) (string, int) {
+// tokens, what follows it (a closing fence if the cut falls inside a code
+// block, and an ellipsis line when something was cut), and its token
+// count. The prefix is a slice of the body: rendering copies it once.
+func (e *entry) bodyWithin(limit int) (prefix, tail string, tokens int) {
 	k, t := e.bodyCut(limit)
 	switch {
 	case k < 0:
-		return e.body, t
+		return e.body, "", t
 	case k == 0:
-		return "", 0
+		return "", "", 0
 	}
-	var b strings.Builder
-	fences := 0
+	fences, end := 0, 0
 	for _, ln := range e.lines[:k] {
 		if strings.HasPrefix(strings.TrimSpace(ln), "```") {
 			fences++
 		}
-		b.WriteString(ln)
-		b.WriteByte('\n')
+		end += len(ln) + 1 // the line and its newline (e.lines split e.body at "\n")
 	}
+	end = min(end, len(e.body))
 	if fences%2 == 1 {
-		b.WriteString("```\n")
+		return e.body[:end], "```\n…", t
 	}
-	b.WriteString("…")
-	return b.String(), t
+	return e.body[:end], "…", t
 }

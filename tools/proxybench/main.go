@@ -194,10 +194,11 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 		{"bare httputil.ReverseProxy", bare},
 		{"metaclaw proxy, loaded", "http://" + ln.Addr().String()},
 	}
-	fmt.Println("| target | p50 | p99 | req/s | CPU per request |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("| target | p50 | p99 | req/s | CPU per request | allocated per request |")
+	fmt.Println("|---|---|---|---|---|---|")
 	res := map[string]result{}
 	cpu := map[string]time.Duration{}
+	alloc := map[string]uint64{}
 	for _, t := range targets {
 		u := t.url + "/v1/chat/completions"
 		runLoaded(client, u, 200, 99) // warm-up
@@ -205,18 +206,21 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 		if strings.HasPrefix(t.name, "metaclaw") {
 			stop = startProfile(cpuProfile, blockProfile, memProfile)
 		}
-		cpu0 := processCPU()
+		cpu0, alloc0 := processCPU(), allocated()
 		r := runLoaded(client, u, n, 7)
 		cpu[t.name] = (processCPU() - cpu0) / time.Duration(n)
+		alloc[t.name] = (allocated() - alloc0) / uint64(n)
 		stop()
 		res[t.name] = r
-		fmt.Printf("| %s | %s | %s | %.0f | %s |\n", t.name, f(r.p50), f(r.p99), r.rps, f(cpu[t.name]))
+		fmt.Printf("| %s | %s | %s | %.0f | %s | %.1f KB |\n", t.name, f(r.p50), f(r.p99), r.rps, f(cpu[t.name]), float64(alloc[t.name])/1024)
 	}
 	b, m, d := res["bare httputil.ReverseProxy"], res["metaclaw proxy, loaded"], res["upstream direct"]
 	fmt.Printf("\nloaded metaclaw minus bare proxy: p50 %+.3f ms, p99 %+.3f ms (goal: within +0.3 ms p50 and +2 ms p99)\n", ms(m.p50-b.p50), ms(m.p99-b.p99))
 	fmt.Printf("loaded metaclaw minus direct:     p50 %+.3f ms, p99 %+.3f ms\n", ms(m.p50-d.p50), ms(m.p99-d.p99))
 	fmt.Printf("CPU per request (this process: client, upstream and proxy; steadier than latency on a loaded machine): metaclaw %+.3f ms over bare\n",
 		ms(cpu["metaclaw proxy, loaded"]-cpu["bare httputil.ReverseProxy"]))
+	fmt.Printf("allocated per request (this process; what the GC has to collect, independent of the machine's load): metaclaw %+.1f KB over bare\n",
+		(float64(alloc["metaclaw proxy, loaded"])-float64(alloc["bare httputil.ReverseProxy"]))/1024)
 }
 
 // What once measures: the whole answer, or a stream's time to first byte.
@@ -394,6 +398,13 @@ func writeProfile(name, path string) {
 	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 		fail(err)
 	}
+}
+
+// allocated is the heap this process has allocated since it started.
+func allocated() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
 }
 
 // processCPU is the CPU time (user and system) this process has used.
