@@ -166,7 +166,9 @@ func TestPruneUsesTheFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	cut := time.Now().Add(-30 * 24 * time.Hour)
-	broken := func(context.Context) (ReadPosition, error) { return ReadPosition{}, errors.New("memory tables unreadable") }
+	broken := func(context.Context) (ReadPosition, error) {
+		return ReadPosition{}, errors.New("memory tables unreadable")
+	}
 	if _, err := s.Prune(ctx, PruneOptions{Before: cut, KeepUnmined: broken}); err == nil || !strings.Contains(err.Error(), "memory tables unreadable") {
 		t.Fatalf("prune with an unreadable position: %v", err)
 	}
