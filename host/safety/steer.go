@@ -19,7 +19,7 @@ import (
 // MemoryRulesVersion names the current memory rules. Change it whenever a
 // rule is added or widened: on its next start the host runs the memory
 // already stored through the new rules once (memory.Store.Recheck).
-const MemoryRulesVersion = "2"
+const MemoryRulesVersion = "3"
 
 // revealVerb shows or hands something over, in any tense.
 const revealVerb = `(?:append|include|add|attach|print|echo|show|display|reveal|output|dump|paste|share|disclose|leak|expose|tell|give|list|copy)(?:s|es|d|ed|ing|n)?`
