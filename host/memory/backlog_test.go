@@ -166,3 +166,42 @@ AND t.turn_type = 'main' AND t.id > COALESCE((SELECT c.last_turn_id FROM memory_
 	b.Oldest = time.UnixMilli(oldest)
 	return b, err
 }
+
+// TestRetentionKeepsWhatMemoryHasNotRead: the store's retention, given
+// memory's read position (as the daemon wires it), deletes the old turns
+// ingestion has read and keeps those it has not, without reading memory's
+// tables itself.
+func TestRetentionKeepsWhatMemoryHasNotRead(t *testing.T) {
+	ctx := context.Background()
+	mem, st := openStore(t, Options{})
+	in := NewIngester(st, mem, IngesterOptions{})
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	for _, s := range []struct {
+		id string
+		n  int
+	}{{"read", 3}, {"unread", 2}} {
+		for i := range s.n {
+			tr := &store.Turn{SessionID: s.id, Agent: "a", TurnType: "main", Status: 200, CreatedAt: old,
+				RequestJSON: fmt.Sprintf(`{"messages":[{"role":"user","content":"I prefer tabs, note %d"}]}`, i), ResponseText: "ok"}
+			if err := st.RecordTurns(ctx, []*store.Turn{tr}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.EndSession(ctx, s.id, "test", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := in.IngestSession(ctx, "read", false); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := st.Prune(ctx, store.PruneOptions{Before: time.Now().Add(-30 * 24 * time.Hour), KeepUnmined: ReadPosition(st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Turns != 3 || rep.KeptUnmined != 2 {
+		t.Fatalf("pruned %d turns and kept %d unmined, want 3 and 2", rep.Turns, rep.KeptUnmined)
+	}
+	if n, err := in.Pending(ctx); err != nil || n != 2 {
+		t.Fatalf("pending after the prune: %d %v, want the 2 unread turns", n, err)
+	}
+}
