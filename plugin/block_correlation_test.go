@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/route"
@@ -76,7 +77,7 @@ func TestBlockCorrelationWithoutTraceID(t *testing.T) {
 		t.Fatalf("proxy answered %d, session %q", resp.StatusCode, resp.Header.Get("X-Metaclaw-Session-Id"))
 	}
 	last := string(th.Upstream.Last().Raw)
-	if n := strings.Count(last, core.BeginMarker) + strings.Count(last, `\u003cmetaclaw_context\u003e`); n != 1 {
+	if n := strings.Count(last, block.Begin) + strings.Count(last, `\u003cmetaclaw_context\u003e`); n != 1 {
 		t.Fatalf("block sent upstream %d times", n)
 	}
 	// The Stop hook reports the turn: already recorded by the proxy.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/route"
@@ -36,8 +37,8 @@ func TestOpenClawCapturedHooks(t *testing.T) {
 	// before_prompt_build → appendSystemContext with the core's block.
 	var ret map[string]string
 	s.call(t, plugin.MethodOCBeforePromptBuild, bpb, &ret)
-	block := ret["appendSystemContext"]
-	if !strings.HasPrefix(block, core.BeginMarker) || !strings.Contains(block, plugintest.Memory) || len(ret) != 1 {
+	injected := ret["appendSystemContext"]
+	if !strings.HasPrefix(injected, block.Begin) || !strings.Contains(injected, plugintest.Memory) || len(ret) != 1 {
 		t.Fatalf("before_prompt_build returned %v", ret)
 	}
 	q := h.Provider.Last()
@@ -185,9 +186,9 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 
 	var ret map[string]string
 	s.call(t, plugin.MethodOCBeforePromptBuild, bpb, &ret)
-	block := ret["appendSystemContext"]
-	if block == "" {
-		t.Fatalf("no block: %v", ret)
+	injected := ret["appendSystemContext"]
+	if injected == "" {
+		t.Fatalf("no injected: %v", ret)
 	}
 	// What OpenClaw sends upstream: the captured request with the block at
 	// the end of the system prompt (appendSystemContext's place, see
@@ -205,7 +206,7 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 	user := msgs[1].(map[string]any)
 	user["content"] = strings.Replace(user["content"].(string), "MC-PREPEND\n\n", "", 1)
 	sys := msgs[0].(map[string]any)
-	sys["content"] = sys["content"].(string) + "\n\n---\n\nOpenClaw plugin-injected system context. This block is not workspace file content.\n\n" + block + "\n\n---"
+	sys["content"] = sys["content"].(string) + "\n\n---\n\nOpenClaw plugin-injected system context. This block is not workspace file content.\n\n" + injected + "\n\n---"
 	body, _ := json.Marshal(capt.Body)
 	req, _ := http.NewRequest(http.MethodPost, th.URL+"/v1/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -222,8 +223,8 @@ func TestTraceCorrelationThroughProxy(t *testing.T) {
 		t.Fatalf("proxy answered %d, session %q", resp.StatusCode, resp.Header.Get("X-Metaclaw-Session-Id"))
 	}
 	up := th.Upstream.Last().Body["messages"].([]any)[0].(map[string]any)["content"].(string)
-	if strings.Count(up, core.BeginMarker) != 1 {
-		t.Fatalf("block injected %d times upstream", strings.Count(up, core.BeginMarker))
+	if strings.Count(up, block.Begin) != 1 {
+		t.Fatalf("block injected %d times upstream", strings.Count(up, block.Begin))
 	}
 	// The hook reports the same turn: not recorded again.
 	s.call(t, plugin.MethodOCLLMOutput, example(t, "llm_output.turn1"), &ret)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/plugin"
@@ -83,7 +84,7 @@ func TestServeRelaysToHost(t *testing.T) {
 	}
 	var ctxRes protocol.ContextResult
 	s.call(t, protocol.MethodContext, protocol.ContextParams{Identity: protocol.Identity{Session: "g1"}, UserTexts: []string{"which tea?"}}, &ctxRes)
-	if !strings.Contains(ctxRes.Block, plugintest.Memory) || !strings.HasPrefix(ctxRes.Block, core.BeginMarker) {
+	if !strings.Contains(ctxRes.Block, plugintest.Memory) || !strings.HasPrefix(ctxRes.Block, block.Begin) {
 		t.Fatalf("context %+v", ctxRes)
 	}
 	if q := h.Provider.Last(); q.Agent != "generic" || q.SessionID != "g1" {

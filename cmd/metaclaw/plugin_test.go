@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/plugin"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
 )
@@ -74,7 +74,7 @@ func TestHermesShellHooks(t *testing.T) {
 	}))
 	// Hermes' _parse_context: {"context": non-empty string}.
 	ctxText, _ := out["context"].(string)
-	if len(out) != 1 || !strings.HasPrefix(ctxText, core.BeginMarker) || !strings.Contains(ctxText, plugintest.Memory) {
+	if len(out) != 1 || !strings.HasPrefix(ctxText, block.Begin) || !strings.Contains(ctxText, plugintest.Memory) {
 		t.Fatalf("pre_llm_call answered %v", out)
 	}
 	t.Logf("pre_llm_call took %v", el)

@@ -55,7 +55,7 @@ func newStoreStatsCmd() *cobra.Command {
 				return err
 			}
 			var prunable *store.PruneReport
-			if o, ok := daemon.PruneOptions(cfg, time.Now()); ok {
+			if o, ok := daemon.PruneOptions(cfg, time.Now(), st); ok {
 				o.DryRun = true
 				rep, err := st.Prune(cmd.Context(), o)
 				if err != nil {
@@ -128,7 +128,7 @@ func newStorePruneCmd() *cobra.Command {
 				}
 				cfg.Store.RetainDays = days
 			}
-			o, ok := daemon.PruneOptions(cfg, time.Now())
+			o, ok := daemon.PruneOptions(cfg, time.Now(), st)
 			if !ok {
 				return fmt.Errorf("store.retain_days is 0 (keep everything): pass --days N, or `metaclaw config set store.retain_days 30`")
 			}

@@ -28,13 +28,6 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 )
 
-// Markers delimit the injected block (defined in host/block, which the
-// client side can link without the core).
-const (
-	BeginMarker = block.Begin
-	EndMarker   = block.End
-)
-
 // Turn types: side turns (heartbeat, cron, maintenance) are served and
 // recorded but never learned from or injected into.
 const (
@@ -292,7 +285,7 @@ func Render(sections []Section) Injection {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString(BeginMarker)
+			b.WriteString(block.Begin)
 			b.WriteString("\nContext from MetaClaw, the user's learning layer. Use it when it helps; the user's instructions take precedence.\n")
 		}
 		b.WriteString("\n## ")
@@ -305,7 +298,7 @@ func Render(sections []Section) Injection {
 	if b.Len() == 0 {
 		return inj
 	}
-	b.WriteString(EndMarker)
+	b.WriteString(block.End)
 	inj.Block = b.String()
 	inj.Tokens = countBlock(sections, inj.Block)
 	return inj
@@ -318,31 +311,31 @@ var frameTokens = tokens.NewCache(64)
 // countBlock measures the block. When every section measured its own body
 // (providers do, to fit their budgets), only the small frame around them is
 // tokenized again: re-tokenizing a 1,500-token block costs ~0.5 ms per turn.
-func countBlock(sections []Section, block string) int {
-	sum, frame := 0, len(block)
+func countBlock(sections []Section, rendered string) int {
+	sum, frame := 0, len(rendered)
 	for _, s := range sections {
 		body := strings.TrimSpace(s.Body)
 		if body == "" {
 			continue
 		}
 		if s.Tokens <= 0 {
-			return tokens.Count(block)
+			return tokens.Count(rendered)
 		}
 		sum += s.Tokens
 		frame -= len(body)
 	}
 	if frame < 0 {
-		return tokens.Count(block)
+		return tokens.Count(rendered)
 	}
 	var b strings.Builder
-	b.WriteString(BeginMarker)
+	b.WriteString(block.Begin)
 	b.WriteString("\nContext from MetaClaw, the user's learning layer. Use it when it helps; the user's instructions take precedence.\n")
 	for _, s := range sections {
 		if strings.TrimSpace(s.Body) != "" {
 			b.WriteString("\n## " + s.Title + "\n\n\n")
 		}
 	}
-	b.WriteString(EndMarker)
+	b.WriteString(block.End)
 	return sum + frameTokens.Count(b.String())
 }
 
@@ -357,20 +350,16 @@ func BlockKey(block string) string {
 
 // FindBlock returns the first complete injected block in text, or "".
 func FindBlock(text string) string {
-	i := strings.Index(text, BeginMarker)
+	i := strings.Index(text, block.Begin)
 	if i < 0 {
 		return ""
 	}
-	j := strings.Index(text[i:], EndMarker)
+	j := strings.Index(text[i:], block.End)
 	if j < 0 {
 		return ""
 	}
-	return text[i : i+j+len(EndMarker)]
+	return text[i : i+j+len(block.End)]
 }
-
-// Strip removes every injected block from text (so the layer never learns
-// from its own output); see block.Strip.
-func Strip(text string) string { return block.Strip(text) }
 
 // SessionEnd is the payload of the jobs enqueued when a session ends.
 type SessionEnd struct {

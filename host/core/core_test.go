@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 	"github.com/metaclaw-go/metaclaw/internal/testwait"
@@ -64,20 +65,20 @@ func TestContextRendersProvidersAndFailsOpen(t *testing.T) {
 		wantOut   []string
 		wantIDs   int
 	}{
-		{"none", nil, nil, []string{BeginMarker}, 0},
+		{"none", nil, nil, []string{block.Begin}, 0},
 		{"one", []*fakeProvider{{name: "skills", sec: Section{Title: "Skills", Body: "### debug\nBisect.", IDs: []string{"skill:debug"}}}},
-			[]string{BeginMarker, "## Skills", "Bisect.", EndMarker}, nil, 1},
+			[]string{block.Begin, "## Skills", "Bisect.", block.End}, nil, 1},
 		{"ordered", []*fakeProvider{
 			{name: "skills", sec: Section{Title: "Skills", Body: "S", IDs: []string{"s1"}}},
 			{name: "memory", sec: Section{Title: "Memories", Body: "M", IDs: []string{"m1", "m2"}}}},
-			[]string{"## Skills\n\nS\n\n## Memories\n\nM\n" + EndMarker}, nil, 3},
+			[]string{"## Skills\n\nS\n\n## Memories\n\nM\n" + block.End}, nil, 3},
 		{"failing provider skipped", []*fakeProvider{
 			{name: "bad", err: errors.New("down")},
 			{name: "slow", delay: time.Second, sec: Section{Title: "Slow", Body: "late"}},
 			{name: "panics", panic: true},
 			{name: "good", sec: Section{Title: "Memories", Body: "kept", IDs: []string{"m"}}}},
 			[]string{"kept"}, []string{"late"}, 1},
-		{"all empty", []*fakeProvider{{name: "e"}}, nil, []string{BeginMarker}, 0},
+		{"all empty", []*fakeProvider{{name: "e"}}, nil, []string{block.Begin}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/config"
+	"github.com/metaclaw-go/metaclaw/host/memory"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
@@ -19,21 +20,33 @@ const (
 
 // PruneOptions maps store.retain_days onto a prune at now; ok is false when
 // retention is off. Unmined turns are kept whenever memory is on, since
-// memory ingestion (automatic or `metaclaw memory ingest`) reads them.
-func PruneOptions(cfg *config.Config, now time.Time) (o store.PruneOptions, ok bool) {
+// memory ingestion (automatic or `metaclaw memory ingest`) reads them: the
+// store learns how far memory has read from memory (its tables in st), not
+// by reading them itself.
+func PruneOptions(cfg *config.Config, now time.Time, st store.Tables) (o store.PruneOptions, ok bool) {
 	if cfg.Store.RetainDays <= 0 {
 		return o, false
 	}
-	return store.PruneOptions{
+	o = store.PruneOptions{
 		Before:         now.Add(-time.Duration(cfg.Store.RetainDays) * 24 * time.Hour),
-		KeepUnmined:    cfg.Memory.Enabled,
 		SideTurnsMined: cfg.Memory.IgnoreTurnType,
-	}, true
+	}
+	if cfg.Memory.Enabled {
+		o.KeepUnmined = memory.ReadPosition(st)
+	}
+	return o, true
+}
+
+// upkeepStore is what the maintenance loop needs: the store's upkeep, and
+// the pools memory's read position is read from.
+type upkeepStore interface {
+	store.Upkeep
+	store.Tables
 }
 
 // maintain applies retention and returns freed pages to the file system in
 // the background until the returned stop is called.
-func maintain(cfg *config.Config, st store.Upkeep, log zerolog.Logger) (stop func()) {
+func maintain(cfg *config.Config, st upkeepStore, log zerolog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -60,8 +73,8 @@ func maintain(cfg *config.Config, st store.Upkeep, log zerolog.Logger) (stop fun
 
 // upkeep is one round: prune, then an incremental vacuum. It returns
 // whether the hint about an old database has been logged.
-func upkeep(ctx context.Context, cfg *config.Config, st store.Upkeep, log zerolog.Logger, hinted bool) bool {
-	if o, ok := PruneOptions(cfg, time.Now()); ok {
+func upkeep(ctx context.Context, cfg *config.Config, st upkeepStore, log zerolog.Logger, hinted bool) bool {
+	if o, ok := PruneOptions(cfg, time.Now(), st); ok {
 		rep, err := st.Prune(ctx, o)
 		switch {
 		case err != nil && ctx.Err() == nil:

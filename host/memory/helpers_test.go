@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
@@ -195,23 +196,23 @@ func systemPrompt(body map[string]any) string {
 
 // memoryBlock is the injected block's Memories section.
 func memoryBlock(system string) string {
-	i := strings.Index(system, core.BeginMarker)
+	i := strings.Index(system, block.Begin)
 	if i < 0 {
 		return ""
 	}
-	block := system[i:]
-	j := strings.Index(block, "## Memories")
+	injected := system[i:]
+	j := strings.Index(injected, "## Memories")
 	if j < 0 {
 		return ""
 	}
-	block = block[j:]
-	if k := strings.Index(block, core.EndMarker); k >= 0 {
-		block = block[:k]
+	injected = injected[j:]
+	if k := strings.Index(injected, block.End); k >= 0 {
+		injected = injected[:k]
 	}
-	if k := strings.Index(block[3:], "\n## "); k >= 0 {
-		block = block[:k+3]
+	if k := strings.Index(injected[3:], "\n## "); k >= 0 {
+		injected = injected[:k+3]
 	}
-	return strings.TrimRight(block, "\n")
+	return strings.TrimRight(injected, "\n")
 }
 
 // session runs a conversation (each message a turn, history replayed) and

@@ -123,10 +123,59 @@ func sessionsOf(refs []store.TurnRef, limit int) []string {
 	return out
 }
 
+// readPosition is how far ingestion has read: the floor, and the cursors
+// above it (those at or below it add nothing).
+func readPosition(ctx context.Context, q queryer) (store.ReadPosition, error) {
+	floor, err := pendingFloor(ctx, q)
+	if err != nil {
+		return store.ReadPosition{}, err
+	}
+	pos := store.ReadPosition{Floor: floor, Cursors: map[string]int64{}}
+	rows, err := q.QueryContext(ctx, `SELECT session_id, last_turn_id FROM memory_cursors WHERE last_turn_id > ?`, floor)
+	if err != nil {
+		return pos, fmt.Errorf("memory: cursors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		var id int64
+		if err := rows.Scan(&s, &id); err != nil {
+			return pos, fmt.Errorf("memory: cursors: %w", err)
+		}
+		pos.Cursors[s] = id
+	}
+	if err := rows.Err(); err != nil {
+		return pos, fmt.Errorf("memory: cursors: %w", err)
+	}
+	return pos, nil
+}
+
+// ReadPosition gives retention memory's read position in the store t
+// (the composition root passes it as store.PruneOptions.KeepUnmined), so the
+// store keeps the turns memory has still to mine without reading memory's
+// tables itself.
+func ReadPosition(t store.Tables) store.PositionFunc {
+	return func(ctx context.Context) (store.ReadPosition, error) { return readPosition(ctx, t.Reader()) }
+}
+
+// backlog counts the turns of f waiting for ingestion in one query of the
+// store, handing it the cursors.
+func backlog(ctx context.Context, q queryer, turns store.TurnLog, f store.TurnFilter) (store.Backlog, error) {
+	pos, err := readPosition(ctx, q)
+	if err != nil {
+		return store.Backlog{}, err
+	}
+	b, err := turns.CountUnread(ctx, f, pos)
+	if err != nil {
+		return b, fmt.Errorf("memory: pending turns: %w", err)
+	}
+	return b, nil
+}
+
 // pendingTurns counts the learnable turns not yet ingested (all sessions).
 func pendingTurns(ctx context.Context, q queryer, turns store.TurnLog, side bool) (int, error) {
-	refs, err := pendingRefs(ctx, q, turns, store.TurnFilter{SideToo: side})
-	return len(refs), err
+	b, err := backlog(ctx, q, turns, store.TurnFilter{SideToo: side})
+	return b.Turns, err
 }
 
 // pendingTurns counts the learnable main turns not yet ingested.
@@ -143,20 +192,14 @@ func (s *Store) pendingCounts(ctx context.Context, out map[string]int) {
 	if s.turns == nil {
 		return
 	}
-	refs, err := pendingRefs(ctx, s.r, s.turns, store.TurnFilter{})
+	b, err := backlog(ctx, s.r, s.turns, store.TurnFilter{})
 	if err != nil {
 		return
 	}
-	out["memory_pending_turns"] = len(refs)
+	out["memory_pending_turns"] = b.Turns
 	out["memory_oldest_pending_seconds"] = 0
-	if len(refs) > 0 {
-		oldest := refs[0].CreatedAt
-		for _, r := range refs {
-			if r.CreatedAt.Before(oldest) {
-				oldest = r.CreatedAt
-			}
-		}
-		out["memory_oldest_pending_seconds"] = int(max(0, time.Since(oldest).Seconds()))
+	if b.Turns > 0 {
+		out["memory_oldest_pending_seconds"] = int(max(0, time.Since(b.Oldest).Seconds()))
 	}
 }
 

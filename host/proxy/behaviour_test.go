@@ -22,6 +22,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/internal/testwait"
@@ -274,7 +275,7 @@ func TestInjectOnce(t *testing.T) {
 	})
 	post(t, h.proxy.URL+"/v1/messages", string(body))
 	sys := upstreamSystem(t, h)
-	if strings.Count(sys, core.BeginMarker) != 1 || strings.Contains(sys, "INJECTED-SKILL") {
+	if strings.Count(sys, block.Begin) != 1 || strings.Contains(sys, "INJECTED-SKILL") {
 		t.Fatalf("injected twice: %q", sys)
 	}
 	// Without a block, the injection is a new trailing block; the cached block is untouched.
@@ -295,7 +296,7 @@ func TestNoSystemPromptGetsOne(t *testing.T) {
 	post(t, h.proxy.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
 	msgs := h.up.Last().Body["messages"].([]any)
 	first := msgs[0].(map[string]any)
-	if first["role"] != "system" || !strings.HasPrefix(fmt.Sprint(first["content"]), core.BeginMarker) || len(msgs) != 2 {
+	if first["role"] != "system" || !strings.HasPrefix(fmt.Sprint(first["content"]), block.Begin) || len(msgs) != 2 {
 		t.Fatalf("messages %v", msgs)
 	}
 }
@@ -502,8 +503,8 @@ func TestOpenClawCapturedRequests(t *testing.T) {
 				t.Fatalf("message count %d -> %d", len(orig["messages"].([]any)), n)
 			}
 			sys := upstreamSystem(t, h)
-			if strings.Count(sys, core.BeginMarker) != 1 {
-				t.Fatalf("injected %d times", strings.Count(sys, core.BeginMarker))
+			if strings.Count(sys, block.Begin) != 1 {
+				t.Fatalf("injected %d times", strings.Count(sys, block.Begin))
 			}
 			// The context query is the user's words only: no timestamp,
 			// Runtime line or internal context (they would choose the skills).

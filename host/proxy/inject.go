@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
 var (
-	markerPlain   = []byte(core.BeginMarker)
+	markerPlain   = []byte(block.Begin)
 	markerEscaped = []byte(`\u003cmetaclaw_context\u003e`) // as Go's encoding/json writes it
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
-	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 )
 
@@ -22,7 +22,7 @@ func TestPassThroughWhenDisabled(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(out), "FAKE-REPLY-OK") {
 		t.Fatalf("%d %s", resp.StatusCode, out)
 	}
-	if sys := upstreamSystem(t, h); strings.Contains(sys, core.BeginMarker) {
+	if sys := upstreamSystem(t, h); strings.Contains(sys, block.Begin) {
 		t.Fatal("injected while disabled")
 	}
 	if n := len(h.provider.queries); n != 0 {
@@ -33,7 +33,7 @@ func TestPassThroughWhenDisabled(t *testing.T) {
 	}
 	off.Store(false)
 	post(t, h.proxy.URL+"/v1/chat/completions", body, "X-Session-Id", "pt")
-	if sys := upstreamSystem(t, h); !strings.Contains(sys, core.BeginMarker) {
+	if sys := upstreamSystem(t, h); !strings.Contains(sys, block.Begin) {
 		t.Fatal("not injected once enabled")
 	}
 	if turns := h.turns(t, "pt"); len(turns) != 1 {

@@ -14,7 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
-	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/block"
 )
 
 func openaiClient(base string, opts ...option.RequestOption) openai.Client {
@@ -128,7 +128,7 @@ func TestOpenAIClientMatrix(t *testing.T) {
 					} else if strings.TrimSpace(msg.Content) != "FAKE-REPLY-OK" {
 						t.Fatalf("content %q", msg.Content)
 					}
-					if sys := upstreamSystem(t, h); !strings.Contains(sys, "You are helpful.") || !strings.Contains(sys, "INJECTED-SKILL") || strings.Count(sys, core.BeginMarker) != 1 {
+					if sys := upstreamSystem(t, h); !strings.Contains(sys, "You are helpful.") || !strings.Contains(sys, "INJECTED-SKILL") || strings.Count(sys, block.Begin) != 1 {
 						t.Fatalf("upstream system prompt lacks client prompt or single injection: %q", sys)
 					}
 					if q := h.provider.last(); q.Agent != "coder" || q.SessionID != "sess-oa" || len(q.UserTexts) == 0 || q.UserTexts[len(q.UserTexts)-1] != user {
@@ -154,7 +154,7 @@ func TestOpenAIClientMatrix(t *testing.T) {
 					if tr.InjectedJSON != `["test:1"]` || tr.InjectedTokens == 0 {
 						t.Fatalf("recorded injection %s/%d", tr.InjectedJSON, tr.InjectedTokens)
 					}
-					if strings.Contains(tr.RequestJSON, core.BeginMarker) {
+					if strings.Contains(tr.RequestJSON, block.Begin) {
 						t.Fatal("recorded request must be the client's, without our block")
 					}
 				})

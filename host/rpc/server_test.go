@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/rpc"
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
@@ -135,7 +136,7 @@ func TestContextSameAsCore(t *testing.T) {
 	if res.Block == "" || res.Block != want.Block || res.Tokens != want.Tokens || len(res.IDs) != 1 {
 		t.Fatalf("block %q\nwant %q", res.Block, want.Block)
 	}
-	if !strings.HasPrefix(res.Block, core.BeginMarker) || res.Agent != "main" || res.Session != "s1" {
+	if !strings.HasPrefix(res.Block, block.Begin) || res.Agent != "main" || res.Session != "s1" {
 		t.Fatalf("result %+v", res)
 	}
 	// Side turns and turns without user text get nothing.

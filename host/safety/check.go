@@ -238,7 +238,7 @@ func CheckSkill(text string) []Finding {
 		return out
 	}
 	text = fold(text)
-	out.skillSteering(text)
+	out.sharedSteering(text)
 	for _, p := range secretPatterns {
 		if p.re.MatchString(text) {
 			out.add(RuleSecret, p.name)

@@ -35,9 +35,18 @@ var (
 		regexp.MustCompile(`(?i)\b(?:ai|llm|gpt|claude)s?(?:\s+(?:agents?|assistants?|models?|systems?|tools?))?\s+(?:reading|processing|summari[sz]ing|parsing|seeing|crawling|indexing)\s+(?:this|these)\b`),
 		regexp.MustCompile(`(?i)(?:^|[.!?]\s+)(?:dear\s+)?(?:ai|llm|assistant|agent|model|ai\s+(?:agents?|assistants?|models?)|language\s+models?)\s*[:,]\s`),
 		regexp.MustCompile(`(?i)\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|llm|language\s+model|assistant|agent|bot|chatbot)\b`),
-		regexp.MustCompile(`(?i)\b(?:in|to|into|for)\s+(?:every|each|all|any|future|your)\s+(?:\w+\s+)?skills?\b`),
+		// "… every skill" only as an order to write into the skills: a
+		// sentence led by it ("In every skill, …", "For all future skills:"),
+		// a write verb aimed at them ("add … to every build skill"), or what
+		// every skill must tell the agent. "Use this in every skill that
+		// deploys" or "all skills in this folder use tabs" describe skills.
+		regexp.MustCompile(`(?i)(?:^|[.!?;]\s+|\n)\s*(?:(?:and|also|then|now|so),?\s+)?(?:in|to|into|for|within)\s+` + everySkill + `(?:\s+(?:that\s+)?you\s+(?:write|create|make|generate|draft|build|update))?\s*[,:]`),
+		regexp.MustCompile(`(?i)\b(?:add|include|insert|append|prepend|put|inject|embed|write|place|mention|hide|tell)(?:s|ing)?\b(?:[^.\n]|\.\S){0,80}?\b(?:in|to|into|for|within)\s+` + everySkill),
+		regexp.MustCompile(`(?i)\b(?:every|each|all|any|future)\s+(?:\w+\s+)?skills?\s+(?:must|should|shall|will|needs?\s+to|has\s+to|have\s+to)\s+(?:always\s+)?(?:(?:tell|instruct|remind|ask|make|have|get|order|direct)\s+(?:the\s+|your\s+)?(?:agents?|assistants?|models?|ai|llms?|bots?)\b|(?:say|mention|recommend|promote|advertise|link\s+to)\b)`),
 		regexp.MustCompile(`(?i)\bsystem\s+(?:override|prompt|message|instructions?|notice|update)\s*:`),
 	}
+	// everySkill is "every skill", "all future skills", "each build skill".
+	everySkill = `(?:every|each|all|any|future|your|the\s+next)\s+(?:\w+\s+)?skills?\b`
 	// A package source nobody chose: pip/npm/go told to install from elsewhere.
 	packageSource = regexp.MustCompile(`(?i)(?:--(?:extra-)?index-url|--trusted-host|--registry|\bnpm\s+config\s+set\s+registry|\bGOPROXY\s*=|\bgem\s+sources\s+(?:-a|--add))[\s=]+\S+`)
 	// base64 text decoded straight into a shell.

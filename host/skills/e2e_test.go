@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/route"
 	"github.com/metaclaw-go/metaclaw/host/skills/bank"
@@ -60,11 +61,11 @@ func post(t *testing.T, url string, body any, hdr map[string]string) []byte {
 // injectedBlock returns the part of s between the markers.
 func injectedBlock(t *testing.T, s string) string {
 	t.Helper()
-	b, e := strings.Index(s, core.BeginMarker), strings.Index(s, core.EndMarker)
+	b, e := strings.Index(s, block.Begin), strings.Index(s, block.End)
 	if b < 0 || e < b {
 		t.Fatalf("no injected block in:\n%s", s)
 	}
-	return s[b : e+len(core.EndMarker)]
+	return s[b : e+len(block.End)]
 }
 
 func TestEndToEndFlakyTestTurnGetsTheSkill(t *testing.T) {
@@ -103,13 +104,13 @@ func TestEndToEndFlakyTestTurnGetsTheSkill(t *testing.T) {
 	})
 	t.Run("a block already present is not injected twice", func(t *testing.T) {
 		h := bankHost(t, apiformat.OpenAI)
-		pre := core.BeginMarker + "\nfrom the hook\n" + core.EndMarker
+		pre := block.Begin + "\nfrom the hook\n" + block.End
 		post(t, h.URL+"/v1/chat/completions", map[string]any{"model": "m", "messages": []any{
 			map[string]string{"role": "system", "content": "Agent.\n\n" + pre},
 			map[string]string{"role": "user", "content": "my test is flaky in CI"},
 		}}, nil)
 		sys := h.Upstream.Last().Body["messages"].([]any)[0].(map[string]any)["content"].(string)
-		if strings.Count(sys, core.BeginMarker) != 1 || strings.Contains(sys, "flaky-test-triage") {
+		if strings.Count(sys, block.Begin) != 1 || strings.Contains(sys, "flaky-test-triage") {
 			t.Fatalf("system prompt:\n%s", sys)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/llm"
@@ -233,12 +234,12 @@ func TestEvolveGoodProposalLandsAndIsInjected(t *testing.T) {
 	}
 	// The evolver saw the conversation, its correction signal, and no injected block.
 	prompt := e.llm.lastPrompt()
-	if !strings.Contains(prompt, "UnicodeDecodeError") || !strings.Contains(prompt, "[signals: correction") || strings.Contains(prompt, core.BeginMarker) {
+	if !strings.Contains(prompt, "UnicodeDecodeError") || !strings.Contains(prompt, "[signals: correction") || strings.Contains(prompt, block.Begin) {
 		t.Fatalf("prompt:\n%s", prompt)
 	}
 	// Next turn: injected between the markers.
 	sys := e.chat("s-next", nil, "reading this csv file throws a UnicodeDecodeError")
-	begin, end := strings.Index(sys, core.BeginMarker), strings.Index(sys, core.EndMarker)
+	begin, end := strings.Index(sys, block.Begin), strings.Index(sys, block.End)
 	if begin < 0 || end < begin || !strings.Contains(sys[begin:end], "### csv-encoding-errors") {
 		t.Fatalf("system prompt:\n%s", sys)
 	}

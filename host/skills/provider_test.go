@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 )
@@ -155,7 +156,7 @@ func TestRenderShape(t *testing.T) {
 		t.Fatal("a trimmed body left a code fence open")
 	}
 	inj := core.Render([]core.Section{sec})
-	if !strings.HasPrefix(inj.Block, core.BeginMarker) || !strings.HasSuffix(inj.Block, core.EndMarker) {
+	if !strings.HasPrefix(inj.Block, block.Begin) || !strings.HasSuffix(inj.Block, block.End) {
 		t.Fatal("core.Render should wrap the section in the markers")
 	}
 }

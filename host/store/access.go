@@ -30,11 +30,13 @@ type Upkeep interface {
 }
 
 // TurnLog is what a learner that mines recorded turns reads (memory
-// ingestion): which turns it may still have to read, a session's turns
-// after its cursor, and the sessions themselves. The cursors are the
-// learner's own (its tables).
+// ingestion): which turns it may still have to read, how many lie past its
+// read position, a session's turns after its cursor, and the sessions
+// themselves. The cursors are the learner's own (its tables): it hands
+// them in.
 type TurnLog interface {
 	LearnableTurns(ctx context.Context, f TurnFilter) ([]TurnRef, error)
+	CountUnread(ctx context.Context, f TurnFilter, pos ReadPosition) (Backlog, error)
 	SessionTurnsAfter(ctx context.Context, session string, after int64, n int) ([]Turn, error)
 	SessionTurnBack(ctx context.Context, session string, upTo int64, back int) (id int64, ok bool, err error)
 	LastTurnID(ctx context.Context) (int64, error)

@@ -15,10 +15,11 @@ import (
 type PruneOptions struct {
 	// Before: turns, finished jobs and usage rows older than this may go.
 	Before time.Time
-	// KeepUnmined keeps successful main turns that memory ingestion has not
-	// read yet (past the session's memory cursor), however old. Set it
-	// whenever memory learns from turns.
-	KeepUnmined bool
+	// KeepUnmined, when set, gives memory's read position: successful main
+	// turns past it (not yet mined) are kept, however old. The composition
+	// root sets it whenever memory learns from turns; nil: every turn
+	// counts as mined.
+	KeepUnmined PositionFunc
 	// SideTurnsMined: memory also learns from side turns
 	// (memory.ignore_turn_type), so KeepUnmined keeps those too.
 	SideTurnsMined bool
@@ -52,7 +53,7 @@ type PruneReport struct {
 const (
 	sessionEnded    = `t.session_id IN (SELECT id FROM sessions WHERE ended_at IS NOT NULL)`
 	noPendingJob    = `t.session_id NOT IN (SELECT json_extract(payload, '$.session_id') FROM jobs WHERE state IN ('pending', 'running') AND json_valid(payload) AND json_extract(payload, '$.session_id') IS NOT NULL)`
-	minedByMemory   = `(t.status NOT BETWEEN 200 AND 299 OR t.id <= MAX(?, COALESCE((SELECT c.last_turn_id FROM memory_cursors c WHERE c.session_id = t.session_id), 0)))`
+	minedByMemory   = `(t.status NOT BETWEEN 200 AND 299 OR t.id <= ? OR t.id <= COALESCE((SELECT c.last FROM read_cursors c WHERE c.session_id = t.session_id), 0))`
 	prunableTurnSQL = `t.created_at < ? AND ` + sessionEnded + ` AND ` + noPendingJob
 )
 
@@ -68,23 +69,28 @@ func (s *SQLite) Prune(ctx context.Context, o PruneOptions) (PruneReport, error)
 		o.Batch = 500
 	}
 	before := ms(o.Before)
-	floor := int64(math.MaxInt64) // without KeepUnmined every turn counts as mined
-	if o.KeepUnmined {
+	pos := ReadPosition{Floor: math.MaxInt64} // without KeepUnmined every turn counts as mined
+	if o.KeepUnmined != nil {
 		var err error
-		if floor, err = s.memoryFloor(ctx); err != nil {
-			return rep, err
+		if pos, err = o.KeepUnmined(ctx); err != nil {
+			return rep, fmt.Errorf("prune: memory's read position: %w", err)
 		}
+	}
+	floor := pos.Floor
+	cur, err := cursorsJSON(pos)
+	if err != nil {
+		return rep, err
 	}
 	mined := minedByMemory
 	if !o.SideTurnsMined {
 		mined = `(t.turn_type != 'main' OR ` + minedByMemory + `)`
 	}
 	cond := prunableTurnSQL + ` AND ` + mined
-	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(request_json AS BLOB)) + LENGTH(CAST(response_text AS BLOB)) + LENGTH(CAST(reasoning AS BLOB)) + LENGTH(CAST(tool_calls AS BLOB))), 0) FROM turns t WHERE `+cond, before, floor).
+	if err := s.r.QueryRowContext(ctx, cursorsCTE+`SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(request_json AS BLOB)) + LENGTH(CAST(response_text AS BLOB)) + LENGTH(CAST(reasoning AS BLOB)) + LENGTH(CAST(tool_calls AS BLOB))), 0) FROM turns t WHERE `+cond, cur, before, floor).
 		Scan(&rep.Turns, &rep.TurnBytes); err != nil {
 		return rep, fmt.Errorf("prune: count turns: %w", err)
 	}
-	if err := s.countKept(ctx, &rep, mined, before, floor); err != nil {
+	if err := s.countKept(ctx, &rep, mined, cur, before, floor); err != nil {
 		return rep, err
 	}
 	if o.DryRun {
@@ -99,7 +105,7 @@ func (s *SQLite) Prune(ctx context.Context, o PruneOptions) (PruneReport, error)
 	}
 	rep.Turns = 0
 	for {
-		res, err := s.w.ExecContext(ctx, `DELETE FROM turns WHERE id IN (SELECT t.id FROM turns t WHERE `+cond+` ORDER BY t.id LIMIT ?)`, before, floor, o.Batch)
+		res, err := s.w.ExecContext(ctx, cursorsCTE+`DELETE FROM turns WHERE id IN (SELECT t.id FROM turns t WHERE `+cond+` ORDER BY t.id LIMIT ?)`, cur, before, floor, o.Batch)
 		if err != nil {
 			return rep, fmt.Errorf("prune turns: %w", err)
 		}
@@ -136,7 +142,7 @@ AND id NOT IN (SELECT json_extract(payload, '$.session_id') FROM jobs WHERE stat
 	return rep, nil
 }
 
-func (s *SQLite) countKept(ctx context.Context, rep *PruneReport, mined string, before, floor int64) error {
+func (s *SQLite) countKept(ctx context.Context, rep *PruneReport, mined, cur string, before, floor int64) error {
 	err := s.r.QueryRowContext(ctx, `SELECT
     (SELECT COUNT(*) FROM turns t WHERE t.created_at < ? AND NOT `+sessionEnded+`),
     (SELECT COUNT(*) FROM turns t WHERE t.created_at < ? AND `+sessionEnded+` AND NOT `+noPendingJob+`)`, before, before).
@@ -144,31 +150,11 @@ func (s *SQLite) countKept(ctx context.Context, rep *PruneReport, mined string, 
 	if err != nil {
 		return fmt.Errorf("prune: count kept turns: %w", err)
 	}
-	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM turns t WHERE `+prunableTurnSQL+` AND NOT `+mined, before, floor).
+	if err := s.r.QueryRowContext(ctx, cursorsCTE+`SELECT COUNT(*) FROM turns t WHERE `+prunableTurnSQL+` AND NOT `+mined, cur, before, floor).
 		Scan(&rep.KeptUnmined); err != nil {
 		return fmt.Errorf("prune: count unmined turns: %w", err)
 	}
 	return nil
-}
-
-// memoryFloor is the turn id at or below which memory has nothing pending
-// in any session (host/memory keeps it in memory_meta).
-func (s *SQLite) memoryFloor(ctx context.Context) (int64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT value FROM memory_meta WHERE key IN ('baseline_turn_id', 'floor_turn_id')`)
-	if err != nil {
-		return 0, fmt.Errorf("prune: memory floor: %w", err)
-	}
-	defer rows.Close()
-	var floor int64
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return 0, fmt.Errorf("prune: memory floor: %w", err)
-		}
-		n, _ := strconv.ParseInt(v, 10, 64)
-		floor = max(floor, n)
-	}
-	return floor, rows.Err()
 }
 
 // foldUsage replaces the llm_usage rows of each old day (per purpose, model

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,8 @@ func TestPruneKeepsWhatLearningNeeds(t *testing.T) {
 	old := time.Date(now.Year(), now.Month(), now.Day(), 12, 0, 0, 0, time.UTC).Add(-40 * 24 * time.Hour)
 	cut := now.Add(-30 * 24 * time.Hour)
 
+	// Memory has read "ended" and "job" to their end; "unmined" not at all.
+	var mined ReadPosition
 	setup := func(t *testing.T) *SQLite {
 		s, _ := openTest(t)
 		ids := map[string][]int64{}
@@ -38,12 +41,7 @@ func TestPruneKeepsWhatLearningNeeds(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// Memory has read "ended" and "job" to their end; "unmined" not at all.
-		for _, sess := range []string{"ended", "job"} {
-			if _, err := s.w.Exec(`INSERT INTO memory_cursors (session_id, last_turn_id, summarized_turn_id, updated_at) VALUES (?, ?, 0, 0)`, sess, ids[sess][1]); err != nil {
-				t.Fatal(err)
-			}
-		}
+		mined = ReadPosition{Cursors: map[string]int64{"ended": ids["ended"][1], "job": ids["job"][1]}}
 		if _, err := s.EnqueueJob(ctx, "skill_evolve", `{"session_id":"job"}`, now); err != nil {
 			t.Fatal(err)
 		}
@@ -81,15 +79,19 @@ func TestPruneKeepsWhatLearningNeeds(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := setup(t)
+			var keep PositionFunc
+			if tc.keepUnmined {
+				keep = func(context.Context) (ReadPosition, error) { return mined, nil }
+			}
 			usageBefore, err := s.UsageByPurpose(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			dry, err := s.Prune(ctx, PruneOptions{Before: cut, KeepUnmined: tc.keepUnmined, DryRun: true})
+			dry, err := s.Prune(ctx, PruneOptions{Before: cut, KeepUnmined: keep, DryRun: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := s.Prune(ctx, PruneOptions{Before: cut, KeepUnmined: tc.keepUnmined, Batch: 1})
+			rep, err := s.Prune(ctx, PruneOptions{Before: cut, KeepUnmined: keep, Batch: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,11 +138,51 @@ func TestPruneKeepsWhatLearningNeeds(t *testing.T) {
 			if usageRows != 3 { // the old day: the failed call and one folded row for the two ok ones; today's row untouched
 				t.Errorf("llm_usage rows after fold: %d, want 3", usageRows)
 			}
-			again, err := s.Prune(ctx, PruneOptions{Before: cut, KeepUnmined: tc.keepUnmined})
+			again, err := s.Prune(ctx, PruneOptions{Before: cut, KeepUnmined: keep})
 			if err != nil || again.Turns != 0 || again.Jobs != 0 || again.UsageRows != 0 {
 				t.Errorf("second prune is not a no-op: %+v %v", again, err)
 			}
 		})
+	}
+}
+
+// TestPruneUsesTheFloor: turns at or below memory's floor count as mined
+// without a cursor, those above it are kept, and a position that cannot be
+// read stops the prune before anything is deleted.
+func TestPruneUsesTheFloor(t *testing.T) {
+	ctx := context.Background()
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	s, _ := openTest(t)
+	var ids []int64
+	for i := 0; i < 4; i++ {
+		tr := &Turn{SessionID: "s", Agent: "a", TurnType: "main", ClientAPI: "openai", UpstreamAPI: "openai",
+			RequestJSON: `{}`, ResponseText: "a", Status: 200, CreatedAt: old}
+		if err := s.RecordTurns(ctx, []*Turn{tr}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tr.ID)
+	}
+	if err := s.EndSession(ctx, "s", "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now().Add(-30 * 24 * time.Hour)
+	broken := func(context.Context) (ReadPosition, error) {
+		return ReadPosition{}, errors.New("memory tables unreadable")
+	}
+	if _, err := s.Prune(ctx, PruneOptions{Before: cut, KeepUnmined: broken}); err == nil || !strings.Contains(err.Error(), "memory tables unreadable") {
+		t.Fatalf("prune with an unreadable position: %v", err)
+	}
+	if n := countTurns(t, s, "s"); n != 4 {
+		t.Fatalf("a failed prune deleted turns: %d left", n)
+	}
+	// The floor covers the first two; a cursor below the floor adds nothing.
+	pos := ReadPosition{Floor: ids[1], Cursors: map[string]int64{"s": ids[0]}}
+	rep, err := s.Prune(ctx, PruneOptions{Before: cut, KeepUnmined: func(context.Context) (ReadPosition, error) { return pos, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Turns != 2 || rep.KeptUnmined != 2 || countTurns(t, s, "s") != 2 {
+		t.Fatalf("pruned %d, kept unmined %d, left %d; want 2, 2, 2", rep.Turns, rep.KeptUnmined, countTurns(t, s, "s"))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/usertext"
@@ -19,8 +20,8 @@ import (
 // message must all go.
 func TestCapturedOpenClawRequests(t *testing.T) {
 	dir := filepath.Join("..", "..", "testdata", "openclaw-2026.9.6", "requests")
-	block := core.Render([]core.Section{{Title: "Memories", Body: "- the user prefers tabs"}}).Block
-	quoted, _ := json.Marshal(block)
+	injected := core.Render([]core.Section{{Title: "Memories", Body: "- the user prefers tabs"}}).Block
+	quoted, _ := json.Marshal(injected)
 	inner := string(quoted[1 : len(quoted)-1])
 	for file, want := range map[string]string{
 		"01-openai-completions.turn1.request.json":                    "Hello from fixture turn one",
@@ -56,7 +57,7 @@ func TestCapturedOpenClawRequests(t *testing.T) {
 				continue
 			}
 			c := usertext.Clean(msgcontent.Text(m.Content))
-			if strings.Contains(c, "Runtime:") || strings.Contains(c, "UTC]") || strings.Contains(c, "OPENCLAW_INTERNAL") || strings.Contains(c, core.BeginMarker) {
+			if strings.Contains(c, "Runtime:") || strings.Contains(c, "UTC]") || strings.Contains(c, "OPENCLAW_INTERNAL") || strings.Contains(c, block.Begin) {
 				t.Errorf("%s: envelope left in %q", file, c)
 			}
 		}

@@ -29,7 +29,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
-	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/plugin/plugintest"
@@ -179,7 +179,7 @@ func TestNanoClawEngineWithHooks(t *testing.T) {
 		t.Fatalf("the upstream never got the prompt; requests: %d", len(up.Requests()))
 	}
 	raw := jsonUnescaped(turnReq.Raw)
-	if n := strings.Count(raw, core.BeginMarker); n != 1 {
+	if n := strings.Count(raw, block.Begin); n != 1 {
 		t.Fatalf("injected block %d times, want exactly once:\n%s", n, clip(raw))
 	}
 	if n := strings.Count(raw, plugintest.Memory); n != 1 {

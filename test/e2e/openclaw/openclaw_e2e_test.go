@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
@@ -34,8 +35,8 @@ var facts = []struct{ say, want string }{
 // ocEnvelope is OpenClaw's timestamp prefix on user messages.
 var ocEnvelope = regexp.MustCompile(`^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]]*\] `)
 
-// block returns MetaClaw's injected block in a request ("" when none).
-func block(r upRequest) string {
+// injectedBlock returns MetaClaw's injected block in a request ("" when none).
+func injectedBlock(r upRequest) string {
 	if b := core.FindBlock(r.system()); b != "" {
 		return b
 	}
@@ -166,15 +167,15 @@ func TestOpenClawWithThePlugin(t *testing.T) {
 			t.Fatalf("session 2 turn %d: %q", i+1, reply)
 		}
 	}
-	if m := lacking(memories(block(w.since(n1)[0])), facts[:2]); len(m) > 0 {
-		t.Errorf("session 2's first request lacks what session 1 taught: %v\n%s", m, block(w.since(n1)[0]))
+	if m := lacking(memories(injectedBlock(w.since(n1)[0])), facts[:2]); len(m) > 0 {
+		t.Errorf("session 2's first request lacks what session 1 taught: %v\n%s", m, injectedBlock(w.since(n1)[0]))
 	}
 
 	// The agent that was not enabled gets nothing.
 	n2 := len(w.up.requests())
 	w.turn("coder", "e2e-coder", "Never deploy on Fridays.")
 	for _, r := range w.since(n2) {
-		if block(r) != "" {
+		if injectedBlock(r) != "" {
 			t.Fatal("the agent that was not enabled got MetaClaw's block")
 		}
 	}
@@ -189,7 +190,7 @@ func TestOpenClawWithThePlugin(t *testing.T) {
 	if len(s3) == 0 {
 		t.Fatal("the new session made no upstream request")
 	}
-	b := block(s3[0])
+	b := injectedBlock(s3[0])
 	t.Logf("new session's first request: block of %d bytes, skills %v\n%s", len(b), skillNames(b), memories(b))
 	if m := lacking(memories(b), facts); len(m) > 0 {
 		mem, _ := w.mc(time.Minute, "memory", "list")
@@ -198,7 +199,7 @@ func TestOpenClawWithThePlugin(t *testing.T) {
 	}
 	// One block per request, on every request of the enabled agent.
 	for i, r := range w.since(n0) {
-		if n := strings.Count(r.system(), core.BeginMarker) + strings.Count(strings.Join(r.userTexts(), "\n"), core.BeginMarker); n > 1 {
+		if n := strings.Count(r.system(), block.Begin) + strings.Count(strings.Join(r.userTexts(), "\n"), block.Begin); n > 1 {
 			t.Errorf("request %d carries the block %d times", i+1, n)
 		}
 	}

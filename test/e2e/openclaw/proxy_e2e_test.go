@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
@@ -38,7 +38,7 @@ func TestOpenClawThroughTheProxy(t *testing.T) {
 
 	viaProxy := func(r upRequest) bool { return strings.HasPrefix(r.UserAgent, "metaclaw/") }
 	blocks := func(r upRequest) int {
-		return strings.Count(r.system(), core.BeginMarker) + strings.Count(strings.Join(r.userTexts(), "\n"), core.BeginMarker)
+		return strings.Count(r.system(), block.Begin) + strings.Count(strings.Join(r.userTexts(), "\n"), block.Begin)
 	}
 
 	n0 := len(w.up.requests())
@@ -51,7 +51,7 @@ func TestOpenClawThroughTheProxy(t *testing.T) {
 	n1 := len(w.up.requests())
 	_, _, direct := w.turn("coder", "px-coder", "hello")
 	for _, r := range w.since(n1) {
-		if viaProxy(r) || block(r) != "" {
+		if viaProxy(r) || injectedBlock(r) != "" {
 			t.Fatal("the agent that was not enabled went through MetaClaw")
 		}
 	}
