@@ -473,7 +473,7 @@ func (c *Core) Close() error {
 
 // renderSize bounds the length of the block Render writes.
 func renderSize(sections []Section) int {
-	n := len(BeginMarker) + len(EndMarker) + 160
+	n := len(block.Begin) + len(block.End) + 160
 	for _, s := range sections {
 		n += len(s.Title) + len(s.Body) + 8
 	}
