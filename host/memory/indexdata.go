@@ -65,6 +65,7 @@ type ipost struct {
 
 // indexRow is one indexed unit.
 type indexRow struct {
+	rowid int64
 	u     *Unit
 	d     *derived
 	keys  []uint64 // its posting lists (distinct)
@@ -96,7 +97,7 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 		ix.rows = append(ix.rows, indexRow{})
 	}
 	r := &ix.rows[slot]
-	r.u, r.nToks = u, len(toks)
+	r.rowid, r.u, r.nToks = u.rowid, u, len(toks)
 	r.held = make([]int32, 0, len(toks)+8)
 	intern := func(t string) int32 {
 		id := ix.dict.intern(t)
@@ -317,7 +318,7 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 	}
 	top := sc.top
 	for _, slot := range sc.touched {
-		x := slotScore{slot: slot, rowid: ix.rows[slot].u.rowid, r: -1.0 * acc[slot]}
+		x := slotScore{slot: slot, rowid: ix.rows[slot].rowid, r: -1.0 * acc[slot]}
 		if len(top) == limit && !before(x, top[limit-1]) {
 			continue
 		}

@@ -225,7 +225,7 @@ type scoreScratch struct {
 	slab    []scored // candidates, allocated together
 	bm      map[int64]float64
 	cos     map[int64]float64
-	qidf    map[int32]float64 // weighted idf of the query's terms, by term id
+	qidf    termWeights // weighted idf of the query's terms, by term id
 	out     []*scored
 	matched []string // the candidates' matched terms, one after another
 	keys    []visTerm
@@ -233,7 +233,7 @@ type scoreScratch struct {
 
 var scoreScratches = sync.Pool{New: func() any {
 	return &scoreScratch{cands: make(map[int64]*scored, 96), slab: make([]scored, 0, 96), bm: map[int64]float64{},
-		cos: map[int64]float64{}, qidf: map[int32]float64{}}
+		cos: map[int64]float64{}}
 }}
 
 func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratch) }
@@ -244,12 +244,56 @@ func (sc *scoreScratch) release() {
 	clear(sc.cands)
 	clear(sc.bm)
 	clear(sc.cos)
-	clear(sc.qidf)
 	clear(sc.slab)
 	clear(sc.out)
 	clear(sc.matched)
 	sc.order, sc.slab, sc.out, sc.matched, sc.keys = sc.order[:0], sc.slab[:0], sc.out[:0], sc.matched[:0], sc.keys[:0]
 	scoreScratches.Put(sc)
+}
+
+// termWeights maps term ids to weights: a small open-addressed table, as
+// the hot loop looks up every term of every candidate.
+type termWeights struct {
+	keys []int32
+	vals []float64
+	used []bool
+	mask uint32
+}
+
+// reset empties the table for up to n terms.
+func (w *termWeights) reset(n int) {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	if cap(w.keys) < size {
+		w.keys, w.vals, w.used = make([]int32, size), make([]float64, size), make([]bool, size)
+	}
+	w.keys, w.vals, w.used = w.keys[:size], w.vals[:size], w.used[:size]
+	clear(w.used)
+	w.mask = uint32(size - 1)
+}
+
+func (w *termWeights) home(id int32) uint32 { return (uint32(id) * 0x9E3779B1 >> 16) & w.mask }
+
+func (w *termWeights) put(id int32, v float64) {
+	i := w.home(id)
+	for w.used[i] && w.keys[i] != id {
+		i = (i + 1) & w.mask
+	}
+	w.keys[i], w.vals[i], w.used[i] = id, v, true
+}
+
+func (w *termWeights) get(id int32) (float64, bool) {
+	if w.mask == 0 {
+		return 0, false
+	}
+	for i := w.home(id); w.used[i]; i = (i + 1) & w.mask {
+		if w.keys[i] == id {
+			return w.vals[i], true
+		}
+	}
+	return 0, false
 }
 
 // score finds and scores the candidates of q (in sc, until it is
@@ -398,10 +442,11 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 	// Score: lexical (bm25 and idf-weighted coverage of the query), entity
 	// overlap, embedding similarity, importance (decayed), recency, type.
 	var qw float64
-	qidf := sc.qidf
+	qidf := &sc.qidf
+	qidf.reset(len(present))
 	for _, i := range present {
 		w := qs[i].w * idf(i)
-		qidf[src.termID(qs[i].t)] = w
+		qidf.put(src.termID(qs[i].t), w)
 		qw += w
 	}
 	maxBM := 0.0
@@ -419,7 +464,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		var cov float64
 		from := len(sc.matched)
 		for k, t := range c.d.ids {
-			if w, ok := qidf[t]; ok {
+			if w, ok := qidf.get(t); ok {
 				cov += w
 				sc.matched = append(sc.matched, c.d.terms[k])
 			}
@@ -445,7 +490,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 			n := 0
 			for _, et := range c.d.ents {
 				for _, t := range et {
-					if _, ok := qidf[t]; ok {
+					if _, ok := qidf.get(t); ok {
 						n++
 						break
 					}
