@@ -193,11 +193,11 @@ func TestIndexMatchTopK(t *testing.T) {
 func TestStandingPoolIncremental(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
-		name    string
-		units   int
-		ops     int
-		removeP float64 // share of operations that remove
-		ageEvery int    // operations between jumps of the clock past poolTTL (0: never)
+		name     string
+		units    int
+		ops      int
+		removeP  float64 // share of operations that remove
+		ageEvery int     // operations between jumps of the clock past poolTTL (0: never)
 	}{
 		{"small, mostly adds", 40, 300, 0.2, 97},
 		{"above the depth, churn", 600, 800, 0.5, 97},
