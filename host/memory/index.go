@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -40,8 +39,8 @@ const indexPoll = 500 * time.Millisecond
 // change (a bulk import) makes the poller rebuild.
 const maxIncremental = 20000
 
-// poolTTL bounds how long a standing pool is reused without writes (its
-// ranking includes recency).
+// poolTTL bounds how long a standing pool's ranking is reused (it includes
+// recency); writes update it in place.
 const poolTTL = 10 * time.Minute
 
 type memIndex struct {
@@ -51,36 +50,29 @@ type memIndex struct {
 	nRows   int   // rows of memory_fts
 	nTok    int64 // tokens of memory_fts over every row and column
 
-	units  map[int64]*Unit
-	der    map[int64]*derived
-	toks   map[int64][]string            // index tokens of each row (memory_fts.terms), duplicates kept
-	post   map[string]map[string][]ipost // visibility key → term → rows holding it, each once, with its count
-	visN   map[string]int                // rows per visibility key (memory_terms' "#"+key)
+	dict   termDict
+	visIDs map[string]int32   // visibility key → id (of the posting keys)
+	rows   []indexRow         // by slot
+	free   []int32            // free slots
+	slotOf map[int64]int32    // row id → slot
+	post   map[uint64][]ipost // postKey(visibility, term) → rows holding it, each once, with its count
+	visN   map[string]int     // rows per visibility key (memory_terms' "#"+key)
 	byVis  map[string]map[int64]struct{}
 	vecs   map[int64][]float32 // embeddings (with an embedder only)
 	withV  bool
-	intern map[string]string
 
-	poolMu sync.Mutex
-	pools  map[string]*cachedPool
-}
+	tfScratch map[uint64]int32 // add's term counts (under the write lock)
+	scratch   scratchStack
 
-type ipost struct {
-	row int64
-	tf  float64
-	dl  float64 // the row's length in tokens, both columns
-}
-
-type cachedPool struct {
-	p  *visPool
-	at time.Time
+	poolMu sync.Mutex // guards the cached rankings in standing (readers rank under the read lock)
+	stand  map[string]*visStanding
 }
 
 func newMemIndex(withVecs bool) *memIndex {
 	return &memIndex{
-		units: map[int64]*Unit{}, der: map[int64]*derived{}, toks: map[int64][]string{}, post: map[string]map[string][]ipost{}, visN: map[string]int{},
-		byVis: map[string]map[int64]struct{}{}, vecs: map[int64][]float32{}, withV: withVecs, intern: map[string]string{},
-		pools: map[string]*cachedPool{},
+		dict: newTermDict(), visIDs: map[string]int32{}, slotOf: map[int64]int32{}, post: map[uint64][]ipost{}, visN: map[string]int{},
+		byVis: map[string]map[int64]struct{}{}, vecs: map[int64][]float32{}, withV: withVecs,
+		tfScratch: map[uint64]int32{}, stand: map[string]*visStanding{},
 	}
 }
 
@@ -307,106 +299,11 @@ func (ix *memIndex) loadVectors(ctx context.Context, q queryer, ids []int64) err
 		if err := rows.Scan(&id, &b); err != nil {
 			return err
 		}
-		if _, ok := ix.units[id]; ok {
+		if _, ok := ix.slotOf[id]; ok {
 			ix.vecs[id] = embed.Decode(b)
 		}
 	}
 	return rows.Err()
-}
-
-// add indexes a unit (its row must not be in the index).
-func (ix *memIndex) add(u *Unit, toks []string) {
-	for i, t := range toks {
-		if v, ok := ix.intern[t]; ok {
-			toks[i] = v
-		} else {
-			ix.intern[t] = t
-		}
-	}
-	ix.units[u.rowid] = u
-	ix.der[u.rowid] = deriveUnit(u)
-	ix.toks[u.rowid] = toks
-	ix.nRows++
-	ix.nTok += int64(len(toks)) + 1 // + the visibility column's token
-	ix.visN[visKey(u.vis)]++
-	m := ix.byVis[u.vis]
-	if m == nil {
-		m = map[int64]struct{}{}
-		ix.byVis[u.vis] = m
-	}
-	m[u.rowid] = struct{}{}
-	tf := make(map[string]float64, len(toks))
-	order := make([]string, 0, len(toks))
-	for _, t := range toks {
-		if tf[t] == 0 {
-			order = append(order, t)
-		}
-		tf[t]++
-	}
-	dl := float64(len(toks) + 1)
-	for _, t := range order {
-		k, term := splitToken(t)
-		m := ix.post[k]
-		if m == nil {
-			m = map[string][]ipost{}
-			ix.post[k] = m
-		}
-		m[term] = append(m[term], ipost{row: u.rowid, tf: tf[t], dl: dl})
-	}
-	ix.dropPool(u.vis)
-}
-
-// remove takes a row out of the index (no-op when absent).
-func (ix *memIndex) remove(rowid int64) {
-	u, ok := ix.units[rowid]
-	if !ok {
-		return
-	}
-	toks := ix.toks[rowid]
-	seen := make(map[string]bool, len(toks))
-	for _, t := range toks {
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
-		k, term := splitToken(t)
-		m := ix.post[k]
-		ps := m[term]
-		for i := range ps {
-			if ps[i].row == rowid {
-				ps = append(ps[:i], ps[i+1:]...)
-				break
-			}
-		}
-		if len(ps) == 0 {
-			delete(m, term)
-			delete(ix.intern, t)
-			if len(m) == 0 {
-				delete(ix.post, k)
-			}
-		} else {
-			m[term] = ps
-		}
-	}
-	ix.nRows--
-	ix.nTok -= int64(len(toks)) + 1
-	if k := visKey(u.vis); ix.visN[k] <= 1 {
-		delete(ix.visN, k)
-	} else {
-		ix.visN[k]--
-	}
-	delete(ix.byVis[u.vis], rowid)
-	delete(ix.units, rowid)
-	delete(ix.der, rowid)
-	delete(ix.toks, rowid)
-	delete(ix.vecs, rowid)
-	ix.dropPool(u.vis)
-}
-
-func (ix *memIndex) dropPool(vis string) {
-	ix.poolMu.Lock()
-	delete(ix.pools, vis)
-	ix.poolMu.Unlock()
 }
 
 // rowsRead are the rows a change touched, as they now are: the indexed
@@ -513,30 +410,9 @@ func (s *Store) refreshInto(ctx context.Context, ix *memIndex, rows map[int64]bo
 
 // indexView is the index as one query sees it (read-locked).
 type indexView struct {
-	ix  *memIndex
-	now time.Time
-}
-
-func (v *indexView) frequencies(_ context.Context, vis, terms []string) ([][]int, []int, error) {
-	ix := v.ix
-	df := make([][]int, len(terms))
-	flat := make([]int, len(terms)*len(vis))
-	for i := range terms {
-		df[i] = flat[i*len(vis) : (i+1)*len(vis)]
-	}
-	units := make([]int, len(vis))
-	for j, vs := range vis {
-		k := visKey(vs)
-		units[j] = ix.visN[k]
-		m := ix.post[k]
-		if m == nil {
-			continue
-		}
-		for i, t := range terms {
-			df[i][j] = len(m[t])
-		}
-	}
-	return df, units, nil
+	ix    *memIndex
+	now   time.Time
+	extra map[string]int32 // ids of terms no unit holds (termID)
 }
 
 // splitToken separates an index token into its visibility key and term.
@@ -545,99 +421,6 @@ func splitToken(t string) (string, string) {
 		return t, ""
 	}
 	return t[:visKeyLen], t[visKeyLen:]
-}
-
-// match computes FTS5's bm25() for the rows holding any of the tokens.
-func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit, []float64, error) {
-	ix := v.ix
-	if len(keys) == 0 || ix.nRows == 0 {
-		return nil, nil, nil
-	}
-	const k1, b = 1.2, 0.75
-	avgdl := float64(ix.nTok) / float64(ix.nRows)
-	score := map[int64]float64{}
-	for _, key := range keys {
-		ps := ix.post[visKey(key.vis)][key.term]
-		nHit := int64(len(ps))
-		idf := math.Log((float64(int64(ix.nRows)-nHit) + 0.5) / (float64(nHit) + 0.5))
-		if idf <= 0 {
-			idf = 1e-6
-		}
-		for _, p := range ps {
-			score[p.row] += idf * ((p.tf * (k1 + 1.0)) / (p.tf + k1*(1-b+b*p.dl/avgdl)))
-		}
-	}
-	type rs struct {
-		row int64
-		r   float64
-	}
-	all := make([]rs, 0, len(score))
-	for row, sc := range score {
-		all = append(all, rs{row, -1.0 * sc})
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].r != all[j].r {
-			return all[i].r < all[j].r
-		}
-		return all[i].row < all[j].row
-	})
-	if len(all) > limit {
-		all = all[:limit]
-	}
-	units := make([]*Unit, len(all))
-	scores := make([]float64, len(all))
-	for i, x := range all {
-		units[i], scores[i] = ix.units[x.row], x.r
-	}
-	return units, scores, nil
-}
-
-func (v *indexView) pool(_ context.Context, vis string) (*visPool, error) {
-	ix := v.ix
-	ix.poolMu.Lock()
-	c := ix.pools[vis]
-	ix.poolMu.Unlock()
-	if c != nil && v.now.Sub(c.at) < poolTTL && !v.now.Before(c.at) {
-		return c.p, nil
-	}
-	var cands, sums []*Unit
-	for id := range ix.byVis[vis] {
-		u := ix.units[id]
-		if u.Status != StatusActive {
-			continue
-		}
-		switch {
-		case standingKind(u):
-			cands = append(cands, u)
-		case u.Type == WorkingSummary:
-			sums = append(sums, u)
-		}
-	}
-	p := &visPool{standing: selectPool(cands, v.now)}
-	sort.Slice(sums, func(i, j int) bool {
-		if !sums[i].SaidAt.Equal(sums[j].SaidAt) {
-			return sums[i].SaidAt.After(sums[j].SaidAt)
-		}
-		return sums[i].rowid > sums[j].rowid
-	})
-	if len(sums) > 2 {
-		sums = sums[:2]
-	}
-	p.summary = sums
-	ix.poolMu.Lock()
-	ix.pools[vis] = &cachedPool{p: p, at: v.now}
-	ix.poolMu.Unlock()
-	return p, nil
-}
-
-func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
-	out := make([]*Unit, 0, len(ids))
-	for _, id := range ids {
-		if u, ok := v.ix.units[id]; ok {
-			out = append(out, u)
-		}
-	}
-	return out, nil
 }
 
 func (v *indexView) vectors(_ context.Context, vis string) ([]vecEntry, error) {
@@ -665,11 +448,4 @@ func (s *Store) source(ctx context.Context) (source, func(), error) {
 	}
 	src, err := s.sqlSourceNow(ctx)
 	return src, func() {}, err
-}
-
-func (v *indexView) derived(u *Unit) *derived {
-	if d, ok := v.ix.der[u.rowid]; ok && v.ix.units[u.rowid] == u {
-		return d
-	}
-	return deriveUnit(u)
 }

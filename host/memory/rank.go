@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/embed"
@@ -34,6 +36,9 @@ type source interface {
 	vectors(ctx context.Context, vis string) ([]vecEntry, error)
 	// derived returns what matching needs of a unit's words.
 	derived(u *Unit) *derived
+	// termID is the id derived gives a term (the same for the same term
+	// within one query).
+	termID(t string) int32
 }
 
 // visTerm is one posting list: a term within a visibility.
@@ -45,26 +50,37 @@ type visTerm struct {
 func (k visTerm) token() string { return visKey(k.vis) + k.term }
 
 // derived is what matching needs of a unit's words, computed once per unit
-// by the index (the SQL path computes it per query).
+// by the index (the SQL path computes it per query). Terms are compared by
+// id: the index's dictionary, or the SQL source's own for one query.
 type derived struct {
-	terms  []string   // distinct index terms, in index order
-	sorted []string   // the same, sorted (for overlap)
-	ents   [][]string // the terms of each entity
-	line   string     // the rendered bullet
+	terms  []string  // distinct index terms, in index order
+	ids    []int32   // their ids
+	sorted []int32   // the ids, sorted (for overlap)
+	ents   [][]int32 // the term ids of each entity
+	line   string    // the rendered bullet
 }
 
-func deriveUnit(u *Unit) *derived {
+func deriveUnit(u *Unit, id func(string) int32) *derived {
 	d := &derived{terms: distinct(indexTerms(u)), line: renderLine(u)}
-	d.sorted = append([]string(nil), d.terms...)
-	sort.Strings(d.sorted)
+	d.ids = make([]int32, len(d.terms))
+	for i, t := range d.terms {
+		d.ids[i] = id(t)
+	}
+	d.sorted = slices.Clone(d.ids)
+	slices.Sort(d.sorted)
 	for _, e := range u.Entities {
-		d.ents = append(d.ents, Terms(e))
+		ts := Terms(e)
+		ids := make([]int32, len(ts))
+		for i, t := range ts {
+			ids[i] = id(t)
+		}
+		d.ents = append(d.ents, ids)
 	}
 	return d
 }
 
 // sortedJaccard is |a∩b| / |a∪b| of two sorted sets.
-func sortedJaccard(a, b []string) float64 {
+func sortedJaccard(a, b []int32) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 1
 	}
@@ -185,20 +201,105 @@ type scored struct {
 	relevant     bool    // as a fact: the turn is about it
 }
 
-// hit copies the unit out (the candidates point into shared caches).
+// hit copies the unit out (the candidates point into shared caches and
+// their scratch).
 func (c *scored) hit(asRule bool) Hit {
-	sort.Strings(c.matched)
+	var matched []string
+	if len(c.matched) > 0 {
+		matched = slices.Clone(c.matched)
+		sort.Strings(matched)
+	}
 	score := c.score
 	if asRule {
 		score = c.rule
 	}
-	return Hit{Unit: *c.u, Score: math.Round(score*1e4) / 1e4, Matched: c.matched,
+	return Hit{Unit: *c.u, Score: math.Round(score*1e4) / 1e4, Matched: matched,
 		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue), line: c.d.line}
 }
 
-// score finds and scores the candidates of q. standing adds the scope's
-// standing pool and, on a continuity cue, its newest summaries.
-func (s *Store) score(ctx context.Context, src source, q Query, vis []string, standing bool) ([]*scored, error) {
+// scoreScratch is what one scoring works in: maps and slices reused from
+// query to query (the request path allocates little).
+type scoreScratch struct {
+	cands   map[int64]*scored
+	order   []int64
+	slab    []scored // candidates, allocated together
+	bm      map[int64]float64
+	cos     map[int64]float64
+	qidf    termWeights // weighted idf of the query's terms, by term id
+	out     []*scored
+	matched []string // the candidates' matched terms, one after another
+	keys    []visTerm
+}
+
+var scoreScratches = sync.Pool{New: func() any {
+	return &scoreScratch{cands: make(map[int64]*scored, 96), slab: make([]scored, 0, 96), bm: map[int64]float64{},
+		cos: map[int64]float64{}}
+}}
+
+func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratch) }
+
+// release returns the scratch for reuse: nothing score returned may be
+// used after it.
+func (sc *scoreScratch) release() {
+	clear(sc.cands)
+	clear(sc.bm)
+	clear(sc.cos)
+	clear(sc.slab)
+	clear(sc.out)
+	clear(sc.matched)
+	sc.order, sc.slab, sc.out, sc.matched, sc.keys = sc.order[:0], sc.slab[:0], sc.out[:0], sc.matched[:0], sc.keys[:0]
+	scoreScratches.Put(sc)
+}
+
+// termWeights maps term ids to weights: a small open-addressed table, as
+// the hot loop looks up every term of every candidate.
+type termWeights struct {
+	keys []int32
+	vals []float64
+	used []bool
+	mask uint32
+}
+
+// reset empties the table for up to n terms.
+func (w *termWeights) reset(n int) {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	if cap(w.keys) < size {
+		w.keys, w.vals, w.used = make([]int32, size), make([]float64, size), make([]bool, size)
+	}
+	w.keys, w.vals, w.used = w.keys[:size], w.vals[:size], w.used[:size]
+	clear(w.used)
+	w.mask = uint32(size - 1)
+}
+
+func (w *termWeights) home(id int32) uint32 { return (uint32(id) * 0x9E3779B1 >> 16) & w.mask }
+
+func (w *termWeights) put(id int32, v float64) {
+	i := w.home(id)
+	for w.used[i] && w.keys[i] != id {
+		i = (i + 1) & w.mask
+	}
+	w.keys[i], w.vals[i], w.used[i] = id, v, true
+}
+
+func (w *termWeights) get(id int32) (float64, bool) {
+	if w.mask == 0 {
+		return 0, false
+	}
+	for i := w.home(id); w.used[i]; i = (i + 1) & w.mask {
+		if w.keys[i] == id {
+			return w.vals[i], true
+		}
+	}
+	return 0, false
+}
+
+// score finds and scores the candidates of q (in sc, until it is
+// released). standing adds the scope's standing pool and, on a continuity
+// cue, its newest summaries.
+func (s *Store) score(ctx context.Context, src source, q Query, vis []string, standing bool, sc *scoreScratch) ([]*scored, error) {
 	scope := s.ScopeKey(q.Scope)
 	if vis == nil {
 		vis = visible(scope, q.Agent)
@@ -252,28 +353,25 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		spent += df[i]
 	}
 
-	cands := make(map[int64]*scored, 96)
-	var order []int64
-	slab := make([]scored, 0, 96) // candidates, allocated together
+	cands, bm := sc.cands, sc.bm
 	add := func(u *Unit, pool bool) *scored {
 		if c, ok := cands[u.rowid]; ok {
 			c.pool = c.pool || pool
 			return c
 		}
 		var c *scored
-		if len(slab) < cap(slab) {
-			slab = append(slab, scored{u: u, pool: pool})
-			c = &slab[len(slab)-1]
+		if len(sc.slab) < cap(sc.slab) { // never grown: the candidates point into it
+			sc.slab = append(sc.slab, scored{u: u, pool: pool})
+			c = &sc.slab[len(sc.slab)-1]
 		} else {
 			c = &scored{u: u, pool: pool}
 		}
 		cands[u.rowid] = c
-		order = append(order, u.rowid)
+		sc.order = append(sc.order, u.rowid)
 		return c
 	}
-	bm := map[int64]float64{}
 	if len(match) > 0 {
-		var keys []visTerm
+		keys := sc.keys
 		for _, i := range match {
 			for j, v := range vis {
 				if dfv[i][j] > 0 {
@@ -281,6 +379,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 				}
 			}
 		}
+		sc.keys = keys
 		units, scores, err := src.match(ctx, keys, 24)
 		if err != nil {
 			return nil, err
@@ -318,7 +417,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 			}
 		}
 	}
-	cos := map[int64]float64{}
+	cos := sc.cos
 	if s.embeddingsOn() && len(q.Texts) > 0 {
 		if err := s.nearest(ctx, src, q, vis, cos); err != nil {
 			s.o.Log.Debug().Err(err).Msg("memory: query embedding failed; ranking without it")
@@ -343,18 +442,19 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 	// Score: lexical (bm25 and idf-weighted coverage of the query), entity
 	// overlap, embedding similarity, importance (decayed), recency, type.
 	var qw float64
-	qidf := make(map[string]float64, len(present)) // weighted idf of the query's terms
+	qidf := &sc.qidf
+	qidf.reset(len(present))
 	for _, i := range present {
 		w := qs[i].w * idf(i)
-		qidf[qs[i].t] = w
+		qidf.put(src.termID(qs[i].t), w)
 		qw += w
 	}
 	maxBM := 0.0
 	for _, v := range bm {
 		maxBM = max(maxBM, -v)
 	}
-	out := make([]*scored, 0, len(order))
-	for _, id := range order {
+	out := sc.out
+	for _, id := range sc.order {
 		c := cands[id]
 		u := c.u
 		if u.Status != StatusActive || u.ExpiresAt != nil && !u.ExpiresAt.After(now) || !contains(vis, u.vis) {
@@ -362,13 +462,14 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		}
 		c.d = src.derived(u)
 		var cov float64
-		var matched []string
-		for _, t := range c.d.terms {
-			if w, ok := qidf[t]; ok {
+		from := len(sc.matched)
+		for k, t := range c.d.ids {
+			if w, ok := qidf.get(t); ok {
 				cov += w
-				matched = append(matched, t)
+				sc.matched = append(sc.matched, c.d.terms[k])
 			}
 		}
+		matched := sc.matched[from:len(sc.matched):len(sc.matched)]
 		emb := cos[id]
 		isCue := u.Type == WorkingSummary && cue
 		// Session summaries quote what was said, superseded statements
@@ -389,7 +490,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 			n := 0
 			for _, et := range c.d.ents {
 				for _, t := range et {
-					if _, ok := qidf[t]; ok {
+					if _, ok := qidf.get(t); ok {
 						n++
 						break
 					}
@@ -421,6 +522,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		c.relevant = len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
 		out = append(out, c)
 	}
+	sc.out = out
 	return out, nil
 }
 

@@ -116,7 +116,9 @@ func (s *Store) Retrieve(ctx context.Context, q Query) (Result, error) {
 }
 
 func (s *Store) retrieveFrom(ctx context.Context, src source, q Query, topK, standingK, budget int, sectionOnly bool) (Result, error) {
-	all, err := s.score(ctx, src, q, nil, true)
+	sc := newScoreScratch()
+	defer sc.release()
+	all, err := s.score(ctx, src, q, nil, true, sc)
 	if err != nil {
 		return Result{}, err
 	}
@@ -235,7 +237,9 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := s.score(ctx, src, q, vis, false)
+	sc := newScoreScratch()
+	defer sc.release()
+	all, err := s.score(ctx, src, q, vis, false, sc)
 	if err != nil {
 		return nil, err
 	}

@@ -14,9 +14,10 @@ import (
 // reference the in-memory index is tested against, and what serves when
 // the index is off.
 type sqlSource struct {
-	s   *Store
-	gen int64
-	now time.Time
+	s    *Store
+	gen  int64
+	now  time.Time
+	dict map[string]int32 // term ids of this query (termID)
 }
 
 // visCache holds, for one visibility token and one generation, its pool and
@@ -269,4 +270,16 @@ func (q *sqlSource) vectors(ctx context.Context, vis string) ([]vecEntry, error)
 	return out, nil
 }
 
-func (q *sqlSource) derived(u *Unit) *derived { return deriveUnit(u) }
+func (q *sqlSource) derived(u *Unit) *derived { return deriveUnit(u, q.termID) }
+
+func (q *sqlSource) termID(t string) int32 {
+	if q.dict == nil {
+		q.dict = map[string]int32{}
+	}
+	id, ok := q.dict[t]
+	if !ok {
+		id = int32(len(q.dict))
+		q.dict[t] = id
+	}
+	return id
+}

@@ -1,0 +1,375 @@
+package memory
+
+import (
+	"context"
+	"math"
+	"sync"
+)
+
+// The index's data: every term is interned to an integer id when a unit is
+// added, each unit has a dense slot, and a posting list is a pointer-free
+// slice of (slot, term frequency, length) keyed by (visibility id, term id).
+// The request path hashes integers, not strings, accumulates bm25 in a
+// reusable per-slot array instead of a map, and the garbage collector has
+// one pointer per posting list to follow, not one per posting.
+
+// termDict interns terms to ids; an id is freed when no unit holds it.
+type termDict struct {
+	ids  map[string]int32
+	strs []string
+	refs []int32
+	free []int32
+}
+
+func newTermDict() termDict { return termDict{ids: map[string]int32{}} }
+
+// intern returns t's id and counts one more holder.
+func (d *termDict) intern(t string) int32 {
+	id, ok := d.ids[t]
+	if !ok {
+		if n := len(d.free); n > 0 {
+			id = d.free[n-1]
+			d.free = d.free[:n-1]
+			d.strs[id] = t
+		} else {
+			id = int32(len(d.strs))
+			d.strs = append(d.strs, t)
+			d.refs = append(d.refs, 0)
+		}
+		d.ids[t] = id
+	}
+	d.refs[id]++
+	return id
+}
+
+// release drops one holder of id.
+func (d *termDict) release(id int32) {
+	if d.refs[id]--; d.refs[id] == 0 {
+		delete(d.ids, d.strs[id])
+		d.strs[id] = ""
+		d.free = append(d.free, id)
+	}
+}
+
+func (d *termDict) lookup(t string) (int32, bool) {
+	id, ok := d.ids[t]
+	return id, ok
+}
+
+// ipost is one row of a posting list (no pointers: the collector skips it).
+type ipost struct {
+	slot int32
+	tf   int32 // occurrences of the term in the row
+	dl   int32 // the row's length in tokens, both columns
+}
+
+// indexRow is one indexed unit.
+type indexRow struct {
+	rowid int64
+	u     *Unit
+	d     *derived
+	keys  []uint64 // its posting lists (distinct)
+	held  []int32  // the term ids it holds in the dictionary
+	nToks int
+}
+
+// postKey names the posting list of a term within a visibility.
+func postKey(vis, term int32) uint64 { return uint64(uint32(vis))<<32 | uint64(uint32(term)) }
+
+// visID returns the id of a visibility key, adding it when new.
+func (ix *memIndex) visID(k string) int32 {
+	id, ok := ix.visIDs[k]
+	if !ok {
+		id = int32(len(ix.visIDs))
+		ix.visIDs[k] = id
+	}
+	return id
+}
+
+// add indexes a unit (its row must not be in the index).
+func (ix *memIndex) add(u *Unit, toks []string) {
+	var slot int32
+	if n := len(ix.free); n > 0 {
+		slot = ix.free[n-1]
+		ix.free = ix.free[:n-1]
+	} else {
+		slot = int32(len(ix.rows))
+		ix.rows = append(ix.rows, indexRow{})
+	}
+	r := &ix.rows[slot]
+	r.rowid, r.u, r.nToks = u.rowid, u, len(toks)
+	r.held = make([]int32, 0, len(toks)+8)
+	intern := func(t string) int32 {
+		id := ix.dict.intern(t)
+		r.held = append(r.held, id)
+		return id
+	}
+	r.d = deriveUnit(u, intern)
+	dl := int32(len(toks) + 1) // + the visibility column's token
+	tf := ix.tfScratch
+	clear(tf)
+	for _, t := range toks {
+		k, term := splitToken(t)
+		key := postKey(ix.visID(k), intern(term))
+		if tf[key] == 0 {
+			r.keys = append(r.keys, key)
+		}
+		tf[key]++
+	}
+	for _, key := range r.keys {
+		ix.post[key] = append(ix.post[key], ipost{slot: slot, tf: tf[key], dl: dl})
+	}
+	ix.slotOf[u.rowid] = slot
+	ix.nRows++
+	ix.nTok += int64(len(toks)) + 1
+	ix.visN[visKey(u.vis)]++
+	m := ix.byVis[u.vis]
+	if m == nil {
+		m = map[int64]struct{}{}
+		ix.byVis[u.vis] = m
+	}
+	m[u.rowid] = struct{}{}
+	ix.standingAdd(u)
+}
+
+// remove takes a row out of the index (no-op when absent).
+func (ix *memIndex) remove(rowid int64) {
+	slot, ok := ix.slotOf[rowid]
+	if !ok {
+		return
+	}
+	r := &ix.rows[slot]
+	u := r.u
+	for _, key := range r.keys {
+		ps := ix.post[key]
+		for i := range ps {
+			if ps[i].slot == slot {
+				ps = append(ps[:i], ps[i+1:]...)
+				break
+			}
+		}
+		if len(ps) == 0 {
+			delete(ix.post, key)
+		} else {
+			ix.post[key] = ps
+		}
+	}
+	for _, id := range r.held {
+		ix.dict.release(id)
+	}
+	ix.nRows--
+	ix.nTok -= int64(r.nToks) + 1
+	if k := visKey(u.vis); ix.visN[k] <= 1 {
+		delete(ix.visN, k)
+	} else {
+		ix.visN[k]--
+	}
+	delete(ix.byVis[u.vis], rowid)
+	delete(ix.slotOf, rowid)
+	delete(ix.vecs, rowid)
+	*r = indexRow{}
+	ix.free = append(ix.free, slot)
+	ix.standingRemove(u)
+}
+
+// unit returns the indexed unit of a row.
+func (ix *memIndex) unit(rowid int64) (*Unit, bool) {
+	slot, ok := ix.slotOf[rowid]
+	if !ok {
+		return nil, false
+	}
+	return ix.rows[slot].u, true
+}
+
+// postings returns the posting list of a term within a visibility.
+func (ix *memIndex) postings(vis, term string) []ipost {
+	v, ok := ix.visIDs[visKey(vis)]
+	if !ok {
+		return nil
+	}
+	t, ok := ix.dict.lookup(term)
+	if !ok {
+		return nil
+	}
+	return ix.post[postKey(v, t)]
+}
+
+// matchScratch accumulates bm25 per slot; only the touched entries are
+// non-zero between uses.
+type matchScratch struct {
+	acc     []float64
+	touched []int32
+	top     []slotScore
+}
+
+type slotScore struct {
+	slot  int32
+	rowid int64
+	r     float64
+}
+
+// scratchKept bounds the scratch arrays an index keeps for reuse (one per
+// concurrent retrieval; more are allocated and dropped).
+const scratchKept = 8
+
+type scratchStack struct {
+	mu   sync.Mutex
+	free []*matchScratch
+}
+
+func (s *scratchStack) get(rows int) *matchScratch {
+	s.mu.Lock()
+	var m *matchScratch
+	if n := len(s.free); n > 0 {
+		m = s.free[n-1]
+		s.free = s.free[:n-1]
+	}
+	s.mu.Unlock()
+	if m == nil {
+		m = &matchScratch{}
+	}
+	if len(m.acc) < rows {
+		m.acc = make([]float64, rows+rows/8)
+	}
+	return m
+}
+
+func (s *scratchStack) put(m *matchScratch) {
+	for _, slot := range m.touched {
+		m.acc[slot] = 0
+	}
+	m.touched, m.top = m.touched[:0], m.top[:0]
+	s.mu.Lock()
+	if len(s.free) < scratchKept {
+		s.free = append(s.free, m)
+	}
+	s.mu.Unlock()
+}
+
+func (v *indexView) frequencies(_ context.Context, vis, terms []string) ([][]int, []int, error) {
+	ix := v.ix
+	df := make([][]int, len(terms))
+	flat := make([]int, len(terms)*len(vis))
+	for i := range terms {
+		df[i] = flat[i*len(vis) : (i+1)*len(vis)]
+	}
+	units := make([]int, len(vis))
+	var ids []int32
+	for j, vs := range vis {
+		k := visKey(vs)
+		units[j] = ix.visN[k]
+		vid, ok := ix.visIDs[k]
+		if !ok {
+			continue
+		}
+		if ids == nil {
+			ids = make([]int32, len(terms))
+			for i, t := range terms {
+				if id, ok := ix.dict.lookup(t); ok {
+					ids[i] = id
+				} else {
+					ids[i] = -1
+				}
+			}
+		}
+		for i, id := range ids {
+			if id >= 0 {
+				df[i][j] = len(ix.post[postKey(vid, id)])
+			}
+		}
+	}
+	return df, units, nil
+}
+
+// match computes FTS5's bm25() for the rows holding any of the tokens: the
+// same sums in the same order as FTS5's (so the same floating-point
+// results), accumulated per slot, and the best limit kept by insertion.
+func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit, []float64, error) {
+	ix := v.ix
+	if len(keys) == 0 || ix.nRows == 0 || limit <= 0 {
+		return nil, nil, nil
+	}
+	const k1, b = 1.2, 0.75
+	avgdl := float64(ix.nTok) / float64(ix.nRows)
+	sc := ix.scratch.get(len(ix.rows))
+	defer ix.scratch.put(sc)
+	acc := sc.acc
+	for _, key := range keys {
+		ps := ix.postings(key.vis, key.term)
+		nHit := int64(len(ps))
+		idf := math.Log((float64(int64(ix.nRows)-nHit) + 0.5) / (float64(nHit) + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		for _, p := range ps {
+			if acc[p.slot] == 0 { // every term adds > 0
+				sc.touched = append(sc.touched, p.slot)
+			}
+			tf := float64(p.tf)
+			acc[p.slot] += idf * ((tf * (k1 + 1.0)) / (tf + k1*(1-b+b*float64(p.dl)/avgdl)))
+		}
+	}
+	// Best first: lower -score, then lower row id.
+	before := func(a, b slotScore) bool {
+		if a.r != b.r {
+			return a.r < b.r
+		}
+		return a.rowid < b.rowid
+	}
+	top := sc.top
+	for _, slot := range sc.touched {
+		x := slotScore{slot: slot, rowid: ix.rows[slot].rowid, r: -1.0 * acc[slot]}
+		if len(top) == limit && !before(x, top[limit-1]) {
+			continue
+		}
+		if len(top) < limit {
+			top = append(top, x)
+		} else {
+			top[limit-1] = x
+		}
+		for i := len(top) - 1; i > 0 && before(top[i], top[i-1]); i-- {
+			top[i], top[i-1] = top[i-1], top[i]
+		}
+	}
+	sc.top = top
+	units := make([]*Unit, len(top))
+	scores := make([]float64, len(top))
+	for i, x := range top {
+		units[i], scores[i] = ix.rows[x.slot].u, x.r
+	}
+	return units, scores, nil
+}
+
+func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
+	out := make([]*Unit, 0, len(ids))
+	for _, id := range ids {
+		if u, ok := v.ix.unit(id); ok {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+func (v *indexView) derived(u *Unit) *derived {
+	if slot, ok := v.ix.slotOf[u.rowid]; ok && v.ix.rows[slot].u == u {
+		return v.ix.rows[slot].d
+	}
+	return deriveUnit(u, v.termID)
+}
+
+// termID is a term's id in the index's dictionary; a term no unit holds
+// gets an id of its own for this query (negative: it matches nothing).
+func (v *indexView) termID(t string) int32 {
+	if id, ok := v.ix.dict.lookup(t); ok {
+		return id
+	}
+	if id, ok := v.extra[t]; ok {
+		return id
+	}
+	if v.extra == nil {
+		v.extra = map[string]int32{}
+	}
+	id := -int32(len(v.extra)) - 1
+	v.extra[t] = id
+	return id
+}

@@ -1,0 +1,296 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"sort"
+	"testing"
+	"time"
+)
+
+func TestTermDict(t *testing.T) {
+	d := newTermDict()
+	steps := []struct {
+		op, term string
+		wantID   int32 // for intern
+		wantLive int   // terms in the dictionary after the step
+	}{
+		{"intern", "alpha", 0, 1},
+		{"intern", "beta", 1, 2},
+		{"intern", "alpha", 0, 2}, // a second holder: same id
+		{"release", "alpha", 0, 2},
+		{"release", "alpha", 0, 1}, // last holder gone: freed
+		{"intern", "gamma", 0, 2},  // reuses the freed id
+		{"intern", "alpha", 2, 3},
+		{"release", "beta", 0, 2},
+		{"release", "gamma", 0, 1},
+		{"release", "alpha", 0, 0},
+	}
+	ids := map[string]int32{}
+	for i, st := range steps {
+		switch st.op {
+		case "intern":
+			id := d.intern(st.term)
+			if id != st.wantID {
+				t.Fatalf("step %d: intern %q = %d, want %d", i, st.term, id, st.wantID)
+			}
+			ids[st.term] = id
+			if got, ok := d.lookup(st.term); !ok || got != id {
+				t.Fatalf("step %d: lookup %q = %d %v", i, st.term, got, ok)
+			}
+		case "release":
+			d.release(ids[st.term])
+		}
+		if len(d.ids) != st.wantLive {
+			t.Fatalf("step %d: %d terms live, want %d (%v)", i, len(d.ids), st.wantLive, d.ids)
+		}
+	}
+	if _, ok := d.lookup("alpha"); ok {
+		t.Fatal("a released term is still found")
+	}
+}
+
+func TestTermWeights(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	var w termWeights
+	if _, ok := w.get(1); ok {
+		t.Fatal("an unset table finds a term")
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 64, 300} {
+		want := map[int32]float64{}
+		for len(want) < n {
+			want[int32(r.Intn(2000)-100)] = r.Float64()
+		}
+		w.reset(n)
+		for id, v := range want {
+			w.put(id, v)
+		}
+		for id := int32(-150); id < 2100; id++ {
+			got, ok := w.get(id)
+			if wv, wok := want[id]; ok != wok || got != wv {
+				t.Fatalf("n=%d: get(%d) = %v %v, want %v %v", n, id, got, ok, wv, wok)
+			}
+		}
+	}
+}
+
+// testIndex adds n corpus units of two visibilities straight to an index.
+func testIndex(t *testing.T, n int, seed int64) (*memIndex, []*Unit) {
+	t.Helper()
+	ix := newMemIndex(false)
+	c := newCorpus(seed)
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	var units []*Unit
+	for i := 0; i < n; i++ {
+		u := c.unit([]string{"user:a", "user:b"}[i%2], now)
+		u.rowid, u.ID, u.Status = int64(i+1), fmt.Sprint("mem_", i+1), StatusActive
+		u.vis = visToken(u.Scope, u.Agent)
+		ix.add(&u, ftsTokens(u.vis, indexTerms(&u)))
+		units = append(units, &u)
+	}
+	return ix, units
+}
+
+// bm25Reference is the index's bm25 as it was computed before slots: a map
+// per query and a full sort.
+func bm25Reference(ix *memIndex, keys []visTerm, limit int) ([]int64, []float64) {
+	const k1, b = 1.2, 0.75
+	avgdl := float64(ix.nTok) / float64(ix.nRows)
+	score := map[int64]float64{}
+	for _, key := range keys {
+		ps := ix.postings(key.vis, key.term)
+		nHit := int64(len(ps))
+		idf := math.Log((float64(int64(ix.nRows)-nHit) + 0.5) / (float64(nHit) + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		for _, p := range ps {
+			tf, dl := float64(p.tf), float64(p.dl)
+			score[ix.rows[p.slot].rowid] += idf * ((tf * (k1 + 1.0)) / (tf + k1*(1-b+b*dl/avgdl)))
+		}
+	}
+	type rs struct {
+		row int64
+		r   float64
+	}
+	var all []rs
+	for row, sc := range score {
+		all = append(all, rs{row, -1.0 * sc})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].r != all[j].r {
+			return all[i].r < all[j].r
+		}
+		return all[i].row < all[j].row
+	})
+	if len(all) > limit {
+		all = all[:limit]
+	}
+	var rows []int64
+	var scores []float64
+	for _, x := range all {
+		rows, scores = append(rows, x.row), append(scores, x.r)
+	}
+	return rows, scores
+}
+
+// The slot accumulator and the insertion top-k rank exactly as a map and a
+// full sort, before and after rows are removed and their slots reused, and
+// the scratch is left clean for the next query.
+func TestIndexMatchTopK(t *testing.T) {
+	ix, units := testIndex(t, 3000, 11)
+	c := newCorpus(12)
+	v := &indexView{ix: ix}
+	check := func(stage string) {
+		t.Helper()
+		for i := 0; i < 60; i++ {
+			var keys []visTerm
+			for _, term := range distinct(Terms(c.phrase(1 + i%6))) {
+				for _, vis := range []string{visToken("user:a", ""), visToken("user:b", "")} {
+					keys = append(keys, visTerm{vis, term})
+				}
+			}
+			for _, limit := range []int{1, 5, 24, 5000} {
+				got, scores, err := v.match(context.Background(), keys, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantRows, wantScores := bm25Reference(ix, keys, limit)
+				var gotRows []int64
+				for _, u := range got {
+					gotRows = append(gotRows, u.rowid)
+				}
+				if fmt.Sprint(gotRows, scores) != fmt.Sprint(wantRows, wantScores) { // exact: %v round-trips floats
+					t.Fatalf("%s: %v limit %d:\ngot  %v %v\nwant %v %v", stage, keys, limit, gotRows, scores, wantRows, wantScores)
+				}
+			}
+		}
+		for _, m := range ix.scratch.free {
+			for slot, x := range m.acc {
+				if x != 0 {
+					t.Fatalf("%s: scratch left dirty at slot %d", stage, slot)
+				}
+			}
+		}
+	}
+	check("built")
+	for i := 0; i < len(units); i += 3 {
+		ix.remove(units[i].rowid)
+	}
+	for i := 0; i < 400; i++ {
+		u := c.unit("user:a", time.Now())
+		u.rowid, u.Status, u.vis = int64(10000+i), StatusActive, visToken("user:a", "")
+		ix.add(&u, ftsTokens(u.vis, indexTerms(&u)))
+	}
+	check("after removals and reused slots")
+}
+
+// The standing pools kept in place as units come and go rank exactly as
+// selectPool over the visibility's units at the same instant, and the
+// newest summaries are the newest.
+func TestStandingPoolIncremental(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name     string
+		units    int
+		ops      int
+		removeP  float64 // share of operations that remove
+		ageEvery int     // operations between jumps of the clock past poolTTL (0: never)
+	}{
+		{"small, mostly adds", 40, 300, 0.2, 97},
+		{"above the depth, churn", 600, 800, 0.5, 97},
+		{"drained below the pool", 300, 600, 0.9, 97},
+		{"deeper than the ranking, its best removed", 2400, 900, 0.8, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ix, units := testIndex(t, tc.units, 21)
+			r := rand.New(rand.NewSource(22))
+			c := newCorpus(23)
+			live := map[int64]*Unit{}
+			for _, u := range units {
+				live[u.rowid] = u
+			}
+			next := int64(100000)
+			clock := now
+			for op := 0; op < tc.ops; op++ {
+				if r.Float64() < tc.removeP && len(live) > 0 {
+					victim := int64(-1)
+					if vs := ix.stand[visToken("user:a", "")]; vs != nil && len(vs.ranked) > 0 && r.Intn(2) == 0 {
+						victim = vs.ranked[r.Intn(min(3, len(vs.ranked)))].u.rowid // one the ranking holds
+					}
+					for id := range live { // else any one
+						if victim < 0 {
+							victim = id
+						}
+						break
+					}
+					ix.remove(victim)
+					delete(live, victim)
+				} else {
+					u := c.unit([]string{"user:a", "user:b"}[r.Intn(2)], clock.Add(-time.Duration(r.Intn(100))*time.Hour))
+					next++
+					u.rowid, u.Status, u.vis = next, StatusActive, visToken(u.Scope, u.Agent)
+					switch r.Intn(6) {
+					case 0:
+						exp := clock.Add(time.Duration(r.Intn(3)-1) * time.Hour) // some already expired
+						u.ExpiresAt = &exp
+					case 1:
+						u.Status = StatusSuperseded
+					case 2:
+						u.Type, u.Tags = ProjectState, []string{"rule"}
+					}
+					ix.add(&u, ftsTokens(u.vis, indexTerms(&u)))
+					live[u.rowid] = &u
+				}
+				if tc.ageEvery > 0 && op%tc.ageEvery == 0 {
+					clock = clock.Add(poolTTL + time.Minute) // the ranking ages out
+				}
+				if op%7 != 0 {
+					continue
+				}
+				for _, vis := range []string{visToken("user:a", ""), visToken("user:b", ""), visToken("user:b", "default")} {
+					got, err := (&indexView{ix: ix, now: clock}).pool(context.Background(), vis)
+					if err != nil {
+						t.Fatal(err)
+					}
+					at := clock
+					if vs := ix.stand[vis]; vs != nil {
+						at = vs.at // the instant the ranking was made
+					}
+					var all, sums []*Unit
+					for _, u := range live {
+						if u.vis == vis && u.Status == StatusActive {
+							all = append(all, u)
+							if u.Type == WorkingSummary && !standingKind(u) {
+								sums = append(sums, u)
+							}
+						}
+					}
+					want := selectPool(all, at)
+					sort.Slice(sums, func(i, j int) bool {
+						if !sums[i].SaidAt.Equal(sums[j].SaidAt) {
+							return sums[i].SaidAt.After(sums[j].SaidAt)
+						}
+						return sums[i].rowid > sums[j].rowid
+					})
+					sums = sums[:min(2, len(sums))]
+					if ids(got.standing) != ids(want) || ids(got.summary) != ids(sums) {
+						t.Fatalf("op %d vis %s:\nstanding %s\nwant     %s\nsummary %s\nwant    %s", op, vis[:6],
+							ids(got.standing), ids(want), ids(got.summary), ids(sums))
+					}
+				}
+			}
+		})
+	}
+}
+
+func ids(us []*Unit) string {
+	out := make([]int64, len(us))
+	for i, u := range us {
+		out[i] = u.rowid
+	}
+	return fmt.Sprint(out)
+}
