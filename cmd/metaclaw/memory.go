@@ -473,16 +473,11 @@ func newMemExportCmd() *cobra.Command {
 				return err
 			}
 			defer e.Close()
-			w := cmd.OutOrStdout()
-			if out != "" && out != "-" {
-				f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				w = f
-			}
-			n, err := e.mem.Export(cmd.Context(), w, memory.Filter{Scope: sf.key(), Status: status})
+			var n int
+			err = writeExport(cmd.OutOrStdout(), out, func(w io.Writer) (err error) {
+				n, err = e.mem.Export(cmd.Context(), w, memory.Filter{Scope: sf.key(), Status: status})
+				return err
+			})
 			if err != nil {
 				return err
 			}

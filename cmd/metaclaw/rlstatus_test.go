@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -83,5 +84,34 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestInactiveRLNamesNoBackend: in mode auto with rl.model set but no
+// trainer key, `metaclaw status` (text and JSON) says RL is inactive and
+// why, and names no backend or model as if one were configured.
+func TestInactiveRLNamesNoBackend(t *testing.T) {
+	c := newCLI(t, "HOME="+t.TempDir(), "TINKER_API_KEY=", "MINT_API_KEY=")
+	for _, kv := range [][2]string{{"mode", "auto"}, {"rl.model", rltest.Model}} {
+		if out, code := c.run("config", "set", kv[0], kv[1]); code != 0 {
+			t.Fatalf("config set %s: %s", kv[0], out)
+		}
+	}
+	if out, code := c.run("start", "--port", "0"); code != 0 {
+		t.Fatalf("start: %s", out)
+	}
+	out, code := c.run("status")
+	if code != 0 || !strings.Contains(out, "rl        inactive: mode auto") || strings.Contains(out, "backend tinker") || strings.Contains(out, rltest.Model) {
+		t.Fatalf("metaclaw status:\n%s", out)
+	}
+	js, _ := c.run("status", "--json")
+	var st struct {
+		RL map[string]any `json:"rl"`
+	}
+	if err := json.Unmarshal([]byte(js), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, js)
+	}
+	if st.RL["state"] != "inactive" || st.RL["backend"] != nil || st.RL["model"] != nil {
+		t.Fatalf("status --json rl: %v", st.RL)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/rl/train"
 	"github.com/metaclaw-go/metaclaw/host/scheduler"
+	"github.com/metaclaw-go/metaclaw/host/skills"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
 	"github.com/metaclaw-go/metaclaw/internal/faketinker"
@@ -221,6 +222,11 @@ func kill9Run(t *testing.T, kind string) {
 	up := fakellm.New()
 	t.Cleanup(up.Close)
 	c := newCLI(t)
+	// As after `setup --install-bank=false`: the bank's skills in the
+	// prompt would change what the toy policy samples.
+	if err := skills.DeclineBank(filepath.Join(c.home, "skills")); err != nil {
+		t.Fatal(err)
+	}
 	cfgText := fmt.Sprintf(`mode: rl
 llm:
   api_base: %s/v1

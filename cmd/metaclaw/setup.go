@@ -16,6 +16,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/daemon"
 	"github.com/metaclaw-go/metaclaw/host/setup"
+	"github.com/metaclaw-go/metaclaw/host/skills"
 )
 
 type setupFlags struct {
@@ -158,6 +159,12 @@ func runSetup(cmd *cobra.Command, f *setupFlags) error {
 	}
 	if a.InstallBank {
 		if err := runSub(cmd, "skills", "install-bank"); err != nil {
+			fmt.Fprintln(out, "skill bank: "+err.Error())
+		}
+	} else if saved, err := config.Load(h); err == nil {
+		// Remember the choice: otherwise the host installs the bank on its
+		// first start.
+		if err := skills.DeclineBank(saved.Skills.Dir); err != nil {
 			fmt.Fprintln(out, "skill bank: "+err.Error())
 		}
 	}

@@ -568,16 +568,7 @@ func newSkillsExportCmd() *cobra.Command {
 						}
 					}
 				}
-				var w io.Writer = cmd.OutOrStdout()
-				if out != "-" {
-					f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-					if err != nil {
-						return err
-					}
-					defer f.Close()
-					w = f
-				}
-				if err := skills.Export(w, list); err != nil {
+				if err := writeExport(cmd.OutOrStdout(), out, func(w io.Writer) error { return skills.Export(w, list) }); err != nil {
 					return err
 				}
 				if out != "-" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -65,6 +66,10 @@ type AssembleOptions struct {
 	Watch    WatchOptions
 	// EvolverTimeout bounds one evolution run; default 3 min.
 	EvolverTimeout time.Duration
+	// FirstStartBank, when set, is installed into a skills dir that never
+	// had a bank decision (see BankNeverSetUp); the daemon passes the
+	// built-in bank.
+	FirstStartBank fs.FS
 }
 
 // Storage is what the skills host needs from the store: session
@@ -92,12 +97,28 @@ func Assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core,
 		log.Warn().Str("retrieval_mode", mode).Msg("skills: no OpenAI-compatible embeddings endpoint (llm.api_base with llm.api openai); ranking by keywords")
 		mode = ModeKeyword
 	}
+	fresh := false
+	if o.FirstStartBank != nil {
+		var err error
+		if fresh, err = BankNeverSetUp(cfg.Skills.Dir); err != nil {
+			log.Warn().Err(err).Msg("skills: cannot tell whether the skill bank was set up; not installing it")
+		}
+	}
 	lib, err := OpenLibrary(ctx, cfg, st, emb, log)
 	if err != nil {
 		for _, c := range closers {
 			c.Close()
 		}
 		return nil, err
+	}
+	if fresh {
+		// A host started without `metaclaw setup` (make run, a service
+		// unit) gets the same skills as one set up by the wizard.
+		if res, err := InstallBank(ctx, lib, o.FirstStartBank); err != nil {
+			log.Warn().Err(err).Msg("skills: installing the built-in skill bank failed; run metaclaw skills install-bank")
+		} else {
+			log.Info().Int("installed", len(res.Installed)).Str("dir", lib.Dir()).Msg("skills: first start, installed the built-in skill bank")
+		}
 	}
 	h := &Host{Lib: lib, closers: append(closers, lib)}
 	w, err := lib.Watch(o.Watch)

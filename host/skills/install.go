@@ -112,3 +112,40 @@ func sameContent(a, b *Skill) bool {
 	return a.Name == b.Name && a.Description == b.Description && a.Category == b.Category &&
 		a.Body == b.Body && slices.Equal(a.Tags, b.Tags) && slices.Equal(a.Agents, b.Agents)
 }
+
+// BankNeverSetUp reports whether dir has never been given a skill bank
+// decision: no bank manifest and no skill folder in it (a missing dir
+// counts). Once the bank was installed (or declined, see DeclineBank) the
+// manifest stays, so skills the user deleted are never brought back.
+func BankNeverSetUp(dir string) (bool, error) {
+	if _, err := os.Stat(filepath.Join(dir, bankManifest)); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	} else if err != nil {
+		return false, err
+	}
+	for _, e := range ents {
+		if e.Name()[0] != '.' {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// DeclineBank records that the user chose not to install the bank (setup
+// --install-bank=false): an empty manifest, so starting the host does not
+// install it anyway, while `skills install-bank` still can.
+func DeclineBank(dir string) error {
+	if ok, err := BankNeverSetUp(dir); err != nil || !ok {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create skills dir: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(dir, bankManifest), []byte("{}\n"))
+}

@@ -3,6 +3,7 @@ package skills
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -78,4 +79,40 @@ func mustReadFS(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func TestBankNeverSetUp(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  bool
+	}{
+		{"missing dir", nil, true},
+		{"empty dir", []string{}, true},
+		{"only hidden files", []string{".trash/x"}, true},
+		{"bank installed or declined", []string{bankManifest}, false},
+		{"user skill", []string{"mine/SKILL.md"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "skills")
+			if tc.files != nil {
+				os.MkdirAll(dir, 0o700)
+			}
+			for _, f := range tc.files {
+				p := filepath.Join(dir, f)
+				os.MkdirAll(filepath.Dir(p), 0o700)
+				os.WriteFile(p, []byte("x"), 0o600)
+			}
+			if got, err := BankNeverSetUp(dir); err != nil || got != tc.want {
+				t.Fatalf("BankNeverSetUp = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	dir := filepath.Join(t.TempDir(), "skills")
+	if err := DeclineBank(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fresh, _ := BankNeverSetUp(dir); fresh {
+		t.Fatal("declined bank still counts as never set up")
+	}
 }

@@ -13,7 +13,8 @@ type Status struct {
 	// State is off, inactive, connecting, serving or error; Reason says why.
 	State  string `json:"state"`
 	Reason string `json:"reason"`
-	// Backend is the training backend kind, Model the policy's base model.
+	// Backend is the training backend kind, Model the policy's base model;
+	// both empty while RL is off or inactive (no backend configured).
 	Backend   string `json:"backend,omitempty"`
 	Model     string `json:"model,omitempty"`
 	Tokenizer string `json:"tokenizer,omitempty"`
@@ -45,7 +46,12 @@ func (rt *Runtime) Status(ctx context.Context) Status {
 	if rt.samples == nil {
 		return st
 	}
-	st.Backend, st.Model, st.Tokenizer, st.Judge, st.Teacher = rt.kind, rt.model, rt.tokenizerDir, rt.judgeName, rt.teacherName
+	st.Tokenizer, st.Judge, st.Teacher = rt.tokenizerDir, rt.judgeName, rt.teacherName
+	if st.State != StateInactive {
+		// Inactive means no backend is configured: naming the default
+		// one (and rl.model) would read as if one were.
+		st.Backend, st.Model = rt.kind, rt.model
+	}
 	if st.Judge == "" && st.State != StateInactive {
 		st.Judge = "none (set rl.prm_api_key, or rl.prm_url to a local judge, or plugins.judge)"
 	}
