@@ -229,49 +229,64 @@ func (c *Core) Context(ctx context.Context, q Query) Injection {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.window)
 	defer cancel()
+	// Every provider starts at once on its own goroutine and the caller
+	// waits for each in turn: no goroutine in between, whose scheduling
+	// would be one more wait for a P on the request path (a trace of the
+	// loaded proxybench showed such hops runnable for milliseconds behind
+	// learning's goroutines).
+	answers := make([]chan providerAnswer, len(providers))
+	for i, p := range providers {
+		answers[i] = c.start(ctx, p, q)
+	}
 	sections := make([]Section, len(providers))
-	if len(providers) == 1 {
-		sections[0] = c.ask(ctx, providers[0], q)
-	} else {
-		var wg sync.WaitGroup
-		for i, p := range providers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sections[i] = c.ask(ctx, p, q)
-			}()
-		}
-		wg.Wait()
+	for i, p := range providers {
+		sections[i] = c.await(ctx, p, answers[i])
 	}
 	return Render(sections)
 }
 
-func (c *Core) ask(ctx context.Context, p Provider, q Query) Section {
-	type result struct {
-		s   Section
-		err error
-	}
-	done := make(chan result, 1)
+type providerAnswer struct {
+	s   Section
+	err error
+}
+
+// start asks p for its section on a goroutine of its own; the answer
+// channel is buffered, so a provider that overruns the window finishes
+// and exits without anyone waiting for it.
+func (c *Core) start(ctx context.Context, p Provider, q Query) chan providerAnswer {
+	done := make(chan providerAnswer, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- result{err: fmt.Errorf("provider panicked: %v", r)}
+				done <- providerAnswer{err: fmt.Errorf("provider panicked: %v", r)}
 			}
 		}()
 		s, err := p.Context(ctx, q)
-		done <- result{s, err}
+		done <- providerAnswer{s, err}
 	}()
+	return done
+}
+
+// await is p's section, or none if it failed or the window ended first.
+// An answer already given wins over the window's end (awaited after a
+// slower provider, it is ready by then).
+func (c *Core) await(ctx context.Context, p Provider, done chan providerAnswer) Section {
+	var r providerAnswer
 	select {
-	case r := <-done:
-		if r.err != nil {
-			c.log.Warn().Err(r.err).Str("provider", p.Name()).Msg("context provider failed; turn proceeds without it")
+	case r = <-done:
+	default:
+		select {
+		case r = <-done:
+		case <-ctx.Done():
+			c.log.Warn().Str("provider", p.Name()).Msg("context provider timed out; turn proceeds without it")
 			return Section{}
 		}
-		return r.s
-	case <-ctx.Done():
-		c.log.Warn().Str("provider", p.Name()).Msg("context provider timed out; turn proceeds without it")
+	}
+	if r.err != nil {
+		c.log.Warn().Err(r.err).Str("provider", p.Name()).Msg("context provider failed; turn proceeds without it")
 		return Section{}
 	}
+	return r.s
 }
 
 // Render joins sections into one block between the markers.

@@ -361,8 +361,16 @@ func (in injections) add(ids []string, at time.Time) {
 // update per unit with one prepared statement (a batch injects the same
 // standing rules into every turn, and this runs inside the write
 // transaction that answers' turn records wait behind).
+//
+// Its statements run without ctx's cancellation, checked between them
+// instead: with a cancellable context, the SQLite driver starts a watcher
+// goroutine per statement, and tens of them per batch, each woken to exit
+// when its statement ends, queued ahead of the proxy's request goroutines
+// for the 2 Ps (a runtime/trace of tools/proxybench -loaded-only showed
+// them runnable through the slowest 1% of requests).
 func countInjected(ctx context.Context, tx *sql.Tx, in injections) error {
-	stmt, err := tx.PrepareContext(ctx, `UPDATE memory_units SET injected_count = injected_count + ?, last_injected_at = MAX(last_injected_at, ?) WHERE uid = ?`)
+	sctx := context.WithoutCancel(ctx)
+	stmt, err := tx.PrepareContext(sctx, `UPDATE memory_units SET injected_count = injected_count + ?, last_injected_at = MAX(last_injected_at, ?) WHERE uid = ?`)
 	if err != nil {
 		return fmt.Errorf("memory: injected: %w", err)
 	}
@@ -374,8 +382,11 @@ func countInjected(ctx context.Context, tx *sql.Tx, in injections) error {
 	slices.Sort(uids) // one order: fewer page splits, and reproducible
 	for _, uid := range uids {
 		runtime.Gosched() // background work (see Ingest)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("memory: injected: %w", err)
+		}
 		c := in[uid]
-		if _, err := stmt.ExecContext(ctx, c.n, ms(c.last), uid); err != nil {
+		if _, err := stmt.ExecContext(sctx, c.n, ms(c.last), uid); err != nil {
 			return fmt.Errorf("memory: injected: %w", err)
 		}
 	}

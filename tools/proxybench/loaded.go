@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -229,7 +230,11 @@ func runLoaded(client *http.Client, url string, n int, seed int64) result {
 	lat := make([]time.Duration, n)
 	start := time.Now()
 	for i := range bodies {
-		lat[i] = onceAs(client, url, bodies[i], "bench", fmt.Sprintf("bench-%d", seed))
+		// A region per request, so a trace shows which requests were slow
+		// and what the proxy's goroutines did meanwhile.
+		trace.WithRegion(context.Background(), "request", func() {
+			lat[i] = onceAs(client, url, bodies[i], "bench", fmt.Sprintf("bench-%d", seed))
+		})
 	}
 	return summarize(lat, time.Since(start))
 }

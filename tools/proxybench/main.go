@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"sync"
@@ -67,6 +68,7 @@ func main() {
 	nSkills := flag.Int("skills", 1000, "skills of the loaded scenario")
 	nLoaded := flag.Int("nloaded", 3000, "sequential requests per target in the loaded scenario")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the loaded metaclaw run to this file")
+	flag.StringVar(&traceFile, "trace", "", "write a runtime/trace of the loaded metaclaw run to this file (each request a \"request\" region; read with go tool trace)")
 	flag.StringVar(&blockProfile, "blockprofile", "", "write block and mutex profiles of the loaded metaclaw run to this file (and .mutex)")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocation profile after the loaded metaclaw run to this file and the one before it to this file.base (read with go tool pprof -sample_index=alloc_space -diff_base FILE.base)")
 	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")
@@ -204,7 +206,7 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 		runLoaded(client, u, 200, 99) // warm-up
 		stop := func() {}
 		if strings.HasPrefix(t.name, "metaclaw") {
-			stop = startProfile(cpuProfile, blockProfile, memProfile)
+			stop = startProfile(cpuProfile, blockProfile, memProfile, traceFile)
 		}
 		cpu0, alloc0 := processCPU(), allocated()
 		r := runLoaded(client, u, n, 7)
@@ -349,14 +351,24 @@ func f(d time.Duration) string   { return fmt.Sprintf("%.3f ms", ms(d)) }
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 var (
-	cpuProfile, blockProfile, memProfile string
-	pauseLearning                        bool
+	cpuProfile, blockProfile, memProfile, traceFile string
+	pauseLearning                                   bool
 )
 
 // startProfile starts the profiles asked for (any path may be empty) and
 // returns what stops them and writes them.
-func startProfile(cpuPath, blockPath, memPath string) func() {
+func startProfile(cpuPath, blockPath, memPath, tracePath string) func() {
 	var stops []func()
+	if tracePath != "" {
+		f, err := os.Create(tracePath)
+		if err != nil {
+			fail(err)
+		}
+		if err := trace.Start(f); err != nil {
+			fail(err)
+		}
+		stops = append(stops, func() { trace.Stop(); f.Close() })
+	}
 	if memPath != "" {
 		runtime.GC() // the profile is as of the last GC
 		writeProfile("allocs", memPath+".base")
