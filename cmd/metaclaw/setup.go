@@ -118,6 +118,12 @@ func runSetup(cmd *cobra.Command, f *setupFlags) error {
 		if err := runSub(cmd, "skills", "install-bank"); err != nil {
 			fmt.Fprintln(out, "skill bank: "+err.Error())
 		}
+	} else if saved, err := config.Load(h); err == nil {
+		// Remember the choice: otherwise the host installs the bank on its
+		// first start.
+		if err := skills.DeclineBank(saved.Skills.Dir); err != nil {
+			fmt.Fprintln(out, "skill bank: "+err.Error())
+		}
 	}
 	if a.Client != "" && a.Client != "none" {
 		if err := offerWire(cmd, f, a, interactive); err != nil {
@@ -205,12 +211,6 @@ func offerWire(cmd *cobra.Command, f *setupFlags, a setup.Answers, interactive b
 	if interactive {
 		if err := confirm(cmd, f, fmt.Sprintf("Wire %s to MetaClaw now (`metaclaw %s`)?", a.Client, strings.Join(args, " ")), &wire); err != nil {
 			return err
-		}
-	} else if saved, err := config.Load(h); err == nil {
-		// Remember the choice: otherwise the host installs the bank on its
-		// first start.
-		if err := skills.DeclineBank(saved.Skills.Dir); err != nil {
-			fmt.Fprintln(out, "skill bank: "+err.Error())
 		}
 	}
 	if wire {
