@@ -106,24 +106,60 @@ func runSetup(cmd *cobra.Command, f *setupFlags) error {
 	} else if a, err = answersFromFlags(f); err != nil {
 		return err
 	}
-
 	if !f.noProbe && a.APIBase != "" {
-		fmt.Fprintf(out, "Testing %s … ", a.APIBase)
-		if perr := setup.Probe(context.Background(), a.APIBase, a.API, a.APIKey, a.Model); perr != nil {
-			fmt.Fprintln(out, "failed")
-			fmt.Fprintln(out, "  "+perr.Error())
-			if !interactive {
-				return fmt.Errorf("the endpoint test failed (see above); fix it or pass --no-probe")
-			}
-			ok := false
-			if err := confirm(cmd, f, "Save this provider anyway?", &ok); err != nil || !ok {
-				return errors.Join(err, errors.New("setup cancelled; nothing was written"))
-			}
-		} else {
-			fmt.Fprintln(out, "ok")
+		if err := probeEndpoint(cmd, f, a, interactive); err != nil {
+			return err
 		}
 	}
+	if err := writeSetup(cmd, f, h, cfg, a, existing); err != nil {
+		return err
+	}
+	if a.InstallBank {
+		if err := runSub(cmd, "skills", "install-bank"); err != nil {
+			fmt.Fprintln(out, "skill bank: "+err.Error())
+		}
+	} else if saved, err := config.Load(h); err == nil {
+		// Remember the choice: otherwise the host installs the bank on its
+		// first start.
+		if err := skills.DeclineBank(saved.Skills.Dir); err != nil {
+			fmt.Fprintln(out, "skill bank: "+err.Error())
+		}
+	}
+	if a.Client != "" && a.Client != "none" {
+		if err := offerWire(cmd, f, a, interactive); err != nil {
+			return err
+		}
+	}
+	return offerStart(cmd, f, h, interactive)
+}
 
+// probeEndpoint tests the chosen endpoint; a failure stops a scripted
+// setup, and an interactive one asks whether to save it anyway.
+func probeEndpoint(cmd *cobra.Command, f *setupFlags, a setup.Answers, interactive bool) error {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "Testing %s … ", a.APIBase)
+	perr := setup.Probe(context.Background(), a.APIBase, a.API, a.APIKey, a.Model)
+	if perr == nil {
+		fmt.Fprintln(out, "ok")
+		return nil
+	}
+	fmt.Fprintln(out, "failed")
+	fmt.Fprintln(out, "  "+perr.Error())
+	if !interactive {
+		return fmt.Errorf("the endpoint test failed (see above); fix it or pass --no-probe")
+	}
+	ok := false
+	if err := confirm(cmd, f, "Save this provider anyway?", &ok); err != nil || !ok {
+		return errors.Join(err, errors.New("setup cancelled; nothing was written"))
+	}
+	return nil
+}
+
+// writeSetup shows the changes the answers make to config.yaml and writes
+// them (asking first when a config exists), makes sure there is a proxy
+// key, and warns about what the saved config still lacks.
+func writeSetup(cmd *cobra.Command, f *setupFlags, h string, cfg *config.Config, a setup.Answers, existing bool) error {
+	out := cmd.OutOrStdout()
 	changes, err := setup.Plan(cfg, a)
 	if err != nil {
 		return err
@@ -157,58 +193,59 @@ func runSetup(cmd *cobra.Command, f *setupFlags) error {
 			fmt.Fprintln(out, "warning: "+w)
 		}
 	}
-	if a.InstallBank {
-		if err := runSub(cmd, "skills", "install-bank"); err != nil {
-			fmt.Fprintln(out, "skill bank: "+err.Error())
-		}
-	} else if saved, err := config.Load(h); err == nil {
-		// Remember the choice: otherwise the host installs the bank on its
-		// first start.
-		if err := skills.DeclineBank(saved.Skills.Dir); err != nil {
-			fmt.Fprintln(out, "skill bank: "+err.Error())
+	return nil
+}
+
+// offerWire wires the chosen client (asked interactively, done with --yes),
+// or says how to later.
+func offerWire(cmd *cobra.Command, f *setupFlags, a setup.Answers, interactive bool) error {
+	out := cmd.OutOrStdout()
+	args := []string{"wire", a.Client}
+	for _, ag := range a.Agents {
+		args = append(args, "--agent", ag)
+	}
+	if f.yes {
+		args = append(args, "--yes")
+	}
+	wire := f.yes
+	if interactive {
+		if err := confirm(cmd, f, fmt.Sprintf("Wire %s to MetaClaw now (`metaclaw %s`)?", a.Client, strings.Join(args, " ")), &wire); err != nil {
+			return err
 		}
 	}
-	if a.Client != "" && a.Client != "none" {
-		args := []string{"wire", a.Client}
-		for _, ag := range a.Agents {
-			args = append(args, "--agent", ag)
+	if wire {
+		if err := runSub(cmd, args...); err != nil {
+			fmt.Fprintln(out, "wiring: "+err.Error())
 		}
-		if f.yes {
-			args = append(args, "--yes")
-		}
-		wire := f.yes
-		if interactive {
-			if err := confirm(cmd, f, fmt.Sprintf("Wire %s to MetaClaw now (`metaclaw %s`)?", a.Client, strings.Join(args, " ")), &wire); err != nil {
-				return err
-			}
-		}
-		if wire {
-			if err := runSub(cmd, args...); err != nil {
-				fmt.Fprintln(out, "wiring: "+err.Error())
-			}
-		} else {
-			fmt.Fprintf(out, "Wire it later with: metaclaw %s\n", strings.Join(args, " "))
-		}
+	} else {
+		fmt.Fprintf(out, "Wire it later with: metaclaw %s\n", strings.Join(args, " "))
 	}
+	return nil
+}
+
+// offerStart starts the host (with --start, or when the user says so), or
+// says how to later.
+func offerStart(cmd *cobra.Command, f *setupFlags, h string, interactive bool) error {
+	out := cmd.OutOrStdout()
 	start := f.start
 	if interactive && !start {
 		if err := confirm(cmd, f, "Start MetaClaw now?", &start); err != nil {
 			return err
 		}
 	}
-	if start {
-		info, err := daemon.Start(daemon.StartOptions{Home: h})
-		var already *daemon.AlreadyRunningError
-		switch {
-		case errors.As(err, &already):
-			fmt.Fprintln(out, already.Error()+"; restart it to apply the new config: metaclaw stop && metaclaw start")
-		case err != nil:
-			return err
-		default:
-			fmt.Fprintf(out, "metaclaw started (pid %d) on %s\n", info.PID, info.URL())
-		}
-	} else {
+	if !start {
 		fmt.Fprintln(out, "Start it with: metaclaw start")
+		return nil
+	}
+	info, err := daemon.Start(daemon.StartOptions{Home: h})
+	var already *daemon.AlreadyRunningError
+	switch {
+	case errors.As(err, &already):
+		fmt.Fprintln(out, already.Error()+"; restart it to apply the new config: metaclaw stop && metaclaw start")
+	case err != nil:
+		return err
+	default:
+		fmt.Fprintf(out, "metaclaw started (pid %d) on %s\n", info.PID, info.URL())
 	}
 	return nil
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/onoff"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	rlruntime "github.com/metaclaw-go/metaclaw/host/rl/runtime"
+	"github.com/metaclaw-go/metaclaw/host/route"
+	"github.com/metaclaw-go/metaclaw/host/rpc"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/subplugin"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
@@ -67,37 +69,18 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sig)
 	p := PathsFor(cfg.Home)
-	if err := os.MkdirAll(p.RunDir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", p.RunDir, err)
-	}
-	lock := flock.New(p.Lock)
-	locked, err := lock.TryLock()
+	lock, err := lockStateDir(cfg.Home, p)
 	if err != nil {
-		return fmt.Errorf("lock %s: %w", p.Lock, err)
-	}
-	if !locked {
-		info, _ := ReadInfo(cfg.Home)
-		return &AlreadyRunningError{Info: info}
+		return err
 	}
 	defer lock.Unlock()
 	defer subplugin.Shutdown() // no sub-plugin process outlives the host
 
-	log, logCloser, err := logging.New(logging.Options{
-		Dir: p.LogDir, Level: cfg.Log.Level, MaxSizeMB: cfg.Log.MaxSizeMB, MaxBackups: cfg.Log.MaxBackups, Stderr: stderrFor(o.Detached),
-	})
+	log, logCloser, err := startLogging(cfg, p, o.Detached)
 	if err != nil {
 		return err
 	}
 	defer logCloser.Close()
-	for _, w := range cfg.Warnings {
-		log.Warn().Msg(w)
-	}
-	if created, err := config.EnsureProxyKey(cfg); err != nil {
-		return err
-	} else if created {
-		log.Warn().Str("file", cfg.Home+"/"+config.SecretsFile).Msg("generated a proxy key (proxy.api_key): every route but /healthz and /ui now needs it. " +
-			"Clients wired before must be wired again (metaclaw wire <client> --yes); SDK users: eval \"$(metaclaw env)\"")
-	}
 
 	st, err := store.OpenSQLite(ctx, p.DB)
 	if err != nil {
@@ -128,46 +111,21 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	sched := startScheduler(ctx, cfg, st, log, training.trainer())
 	defer sched.stop()
 
+	h := &host{cfg: cfg, st: st, c: c, log: log, rl: rl, training: training, sched: sched, rpcStop: make(chan struct{}, 1)}
 	started := time.Now()
-	var info Info
-	popts := ProxyOptions(cfg, c, log.With().Str("part", "proxy").Logger())
-	popts.Status = func(ctx context.Context) any {
-		s := BuildStatus(ctx, cfg, c, info)
-		ss := sched.status(ctx)
-		s.Scheduler = &ss
-		if rlruntime.Active(cfg) {
-			s.RL = rl.Status(ctx)
-			s.Training = training.status(ctx, s.RL)
-		}
-		return s
-	}
-	popts.Routes = append(routes, dashboard.Routes(st, c)...)
-	popts.Routes = append(popts.Routes, sched.routes()...)
-	popts.Routes = append(popts.Routes, training.routes()...)
-	popts.PublicRoutes = dashboard.Public()
-	popts.LoopbackOnly = isLoopbackHost(cfg.Proxy.Host)
-	rpcStop := make(chan struct{}, 1)
-	rpcSrv := newRPCServer(cfg.Home, c, log, popts.Status, rpcStop, sched.touch)
-	popts.ResolveTrace = rpcSrv.ResolveTrace
-	popts.MainTurns = rl.Responder()
-	popts.ResolveInjected = rpcSrv.Injected
-	popts.PassThrough = onoff.NewWatcher(cfg.Home, 0).Disabled
+	popts, rpcSrv := h.proxyOptions(routes)
 	px, err := proxy.New(popts)
 	if err != nil {
 		c.Close()
 		return err
 	}
-	if !isLoopbackHost(cfg.Proxy.Host) && cfg.Proxy.APIKey == "" {
-		c.Close()
-		return fmt.Errorf("refusing to listen on %s without proxy.api_key: set one (`metaclaw config set proxy.api_key <secret>`) or bind 127.0.0.1", cfg.Proxy.Host)
-	}
-	ln, err := net.Listen("tcp", cfg.Addr())
+	ln, err := h.listen()
 	if err != nil {
 		c.Close()
-		return fmt.Errorf("listen on %s (proxy.host/proxy.port): %w", cfg.Addr(), err)
+		return err
 	}
-	info = Info{PID: os.Getpid(), Addr: ln.Addr().String(), Mode: cfg.Mode, Version: version.Version, StartedAt: started}
-	if err := writeInfo(p.Info, info); err != nil {
+	h.info = Info{PID: os.Getpid(), Addr: ln.Addr().String(), Mode: cfg.Mode, Version: version.Version, StartedAt: started}
+	if err := writeInfo(p.Info, h.info); err != nil {
 		ln.Close()
 		c.Close()
 		return err
@@ -175,47 +133,168 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	defer os.Remove(p.Info)
 
 	go tokens.Warm()
+	srv, serveErr := h.serve(px, ln)
+	closeRPC := listenRPC(cfg.Home, rpcSrv, log)
+	defer closeRPC()
+	stopMaintenance := maintain(cfg, st, log.With().Str("part", "store").Logger())
+	defer stopMaintenance()
+	h.announce()
+	if o.Ready != nil {
+		o.Ready(h.info)
+	}
+
+	runErr := h.waitForStop(ctx, sig, serveErr)
+	h.shutdown(srv, closeRPC)
+	return runErr
+}
+
+// host is what a running host is made of, as the steps of Run share it.
+type host struct {
+	cfg      *config.Config
+	st       *store.SQLite
+	c        *core.Core
+	log      zerolog.Logger
+	rl       *rlruntime.Runtime
+	training *hostTraining
+	sched    *hostScheduler
+	rpcStop  chan struct{} // a shutdown asked over the rpc socket
+	info     Info          // set once listening
+}
+
+// lockStateDir takes the state dir's lock: one host per state dir.
+func lockStateDir(home string, p Paths) (*flock.Flock, error) {
+	if err := os.MkdirAll(p.RunDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", p.RunDir, err)
+	}
+	lock := flock.New(p.Lock)
+	locked, err := lock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", p.Lock, err)
+	}
+	if !locked {
+		info, _ := ReadInfo(home)
+		return nil, &AlreadyRunningError{Info: info}
+	}
+	return lock, nil
+}
+
+// startLogging opens the log, reports the config's warnings and makes sure
+// the proxy has a key (saying so when it generated one).
+func startLogging(cfg *config.Config, p Paths, detached bool) (zerolog.Logger, io.Closer, error) {
+	log, logCloser, err := logging.New(logging.Options{
+		Dir: p.LogDir, Level: cfg.Log.Level, MaxSizeMB: cfg.Log.MaxSizeMB, MaxBackups: cfg.Log.MaxBackups, Stderr: stderrFor(detached),
+	})
+	if err != nil {
+		return log, nil, err
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn().Msg(w)
+	}
+	if created, err := config.EnsureProxyKey(cfg); err != nil {
+		logCloser.Close()
+		return log, nil, err
+	} else if created {
+		log.Warn().Str("file", cfg.Home+"/"+config.SecretsFile).Msg("generated a proxy key (proxy.api_key): every route but /healthz and /ui now needs it. " +
+			"Clients wired before must be wired again (metaclaw wire <client> --yes); SDK users: eval \"$(metaclaw env)\"")
+	}
+	return log, logCloser, nil
+}
+
+// proxyOptions maps the config onto the proxy and wires it to the host's
+// parts: status, routes, the rpc server (returned, to listen later), the
+// RL runtime and the on/off switch.
+func (h *host) proxyOptions(routes []route.Route) (proxy.Options, *rpc.Server) {
+	popts := ProxyOptions(h.cfg, h.c, h.log.With().Str("part", "proxy").Logger())
+	popts.Status = h.status
+	popts.Routes = append(routes, dashboard.Routes(h.st, h.c)...)
+	popts.Routes = append(popts.Routes, h.sched.routes()...)
+	popts.Routes = append(popts.Routes, h.training.routes()...)
+	popts.PublicRoutes = dashboard.Public()
+	popts.LoopbackOnly = isLoopbackHost(h.cfg.Proxy.Host)
+	rpcSrv := newRPCServer(h.cfg.Home, h.c, h.log, popts.Status, h.rpcStop, h.sched.touch)
+	popts.ResolveTrace = rpcSrv.ResolveTrace
+	popts.MainTurns = h.rl.Responder()
+	popts.ResolveInjected = rpcSrv.Injected
+	popts.PassThrough = onoff.NewWatcher(h.cfg.Home, 0).Disabled
+	return popts, rpcSrv
+}
+
+// status is the host's status: the core's, the scheduler's and, when RL
+// runs, the runtime's and training's.
+func (h *host) status(ctx context.Context) any {
+	s := BuildStatus(ctx, h.cfg, h.c, h.info)
+	ss := h.sched.status(ctx)
+	s.Scheduler = &ss
+	if rlruntime.Active(h.cfg) {
+		s.RL = h.rl.Status(ctx)
+		s.Training = h.training.status(ctx, s.RL)
+	}
+	return s
+}
+
+// listen binds the proxy's address, refusing a non-loopback one without a
+// proxy key.
+func (h *host) listen() (net.Listener, error) {
+	if !isLoopbackHost(h.cfg.Proxy.Host) && h.cfg.Proxy.APIKey == "" {
+		return nil, fmt.Errorf("refusing to listen on %s without proxy.api_key: set one (`metaclaw config set proxy.api_key <secret>`) or bind 127.0.0.1", h.cfg.Proxy.Host)
+	}
+	ln, err := net.Listen("tcp", h.cfg.Addr())
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (proxy.host/proxy.port): %w", h.cfg.Addr(), err)
+	}
+	return ln, nil
+}
+
+// serve answers HTTP on ln in the background; the channel gets why it
+// stopped.
+func (h *host) serve(px *proxy.Server, ln net.Listener) (*http.Server, <-chan error) {
 	srv := &http.Server{
-		Handler:           sched.wrap(px.Handler()),
+		Handler:           h.sched.wrap(px.Handler()),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          nil,
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	closeRPC := listenRPC(cfg.Home, rpcSrv, log)
-	defer closeRPC()
-	stopMaintenance := maintain(cfg, st, log.With().Str("part", "store").Logger())
-	defer stopMaintenance()
-	log.Info().Str("addr", info.Addr).Str("mode", cfg.Mode).Str("version", version.Version).
-		Str("upstream", upstreamLabel(cfg)).Int("pid", info.PID).Msg("metaclaw host listening")
-	if !cfg.UpstreamConfigured() {
-		log.Warn().Msg("no upstream LLM configured: requests will be answered with an error until one is set (metaclaw setup)")
-	}
-	if o.Ready != nil {
-		o.Ready(info)
-	}
+	return srv, serveErr
+}
 
-	var runErr error
+// announce logs that the host listens (and warns when it has no upstream).
+func (h *host) announce() {
+	h.log.Info().Str("addr", h.info.Addr).Str("mode", h.cfg.Mode).Str("version", version.Version).
+		Str("upstream", upstreamLabel(h.cfg)).Int("pid", h.info.PID).Msg("metaclaw host listening")
+	if !h.cfg.UpstreamConfigured() {
+		h.log.Warn().Msg("no upstream LLM configured: requests will be answered with an error until one is set (metaclaw setup)")
+	}
+}
+
+// waitForStop blocks until something asks the host to stop: ctx, a
+// signal, the server failing, or the rpc socket.
+func (h *host) waitForStop(ctx context.Context, sig <-chan os.Signal, serveErr <-chan error) error {
 	select {
 	case <-ctx.Done():
-		log.Info().Msg("stopping")
+		h.log.Info().Msg("stopping")
 	case s := <-sig:
-		log.Info().Str("signal", s.String()).Msg("stopping")
+		h.log.Info().Str("signal", s.String()).Msg("stopping")
 	case err := <-serveErr:
-		runErr = fmt.Errorf("proxy stopped: %w", err)
-	case <-rpcStop:
-		log.Info().Msg("stopping (shutdown over the rpc socket)")
+		return fmt.Errorf("proxy stopped: %w", err)
+	case <-h.rpcStop:
+		h.log.Info().Msg("stopping (shutdown over the rpc socket)")
 	}
+	return nil
+}
+
+// shutdown lets in-flight requests finish (within ShutdownGrace), then
+// closes the rpc socket and the core, which persists every queued turn.
+func (h *host) shutdown(srv *http.Server, closeRPC func()) {
 	shutCtx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn().Err(err).Msg("in-flight requests did not finish in time")
+		h.log.Warn().Err(err).Msg("in-flight requests did not finish in time")
 	}
 	closeRPC() // plugin calls finish before the core closes
-	c.Close()  // persists every queued turn
-	log.Info().Msg("stopped")
-	return runErr
+	h.c.Close()
+	h.log.Info().Msg("stopped")
 }
 
 // ProxyOptions maps the config onto the proxy.

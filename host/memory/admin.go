@@ -360,159 +360,200 @@ type importUnit struct {
 // records) and inserts units that are not already present, keeping ids,
 // statuses and timestamps.
 func (s *Store) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
-	var res ImportResult
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
-	now := s.now()
+	im := &importer{s: s, now: s.now(), contents: map[string]map[string]bool{}}
 	line := 0
-	var batch []Unit
-	// Active contents per visibility, loaded once, to skip what is present.
-	contents := map[string]map[string]bool{}
-	present := func(tx *sql.Tx, u *Unit) (bool, error) {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM memory_units WHERE uid = ?`, u.ID).Scan(&n); err != nil || n > 0 {
-			return n > 0, err
-		}
-		vis := visToken(u.Scope, u.Agent)
-		set, ok := contents[vis]
-		if !ok {
-			set = map[string]bool{}
-			rows, err := tx.QueryContext(ctx, `SELECT content FROM memory_units WHERE vis = ? AND status = 'active'`, vis)
-			if err != nil {
-				return false, err
-			}
-			for rows.Next() {
-				var c string
-				if err := rows.Scan(&c); err != nil {
-					rows.Close()
-					return false, err
-				}
-				set[c] = true
-			}
-			rows.Close()
-			contents[vis] = set
-		}
-		if u.Status == StatusActive && set[u.Content] {
-			return true, nil
-		}
-		if u.Status == StatusActive {
-			set[u.Content] = true
-		}
-		return false, nil
-	}
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := s.writeTx(ctx, func(tx *sql.Tx) error {
-			for i := range batch {
-				u := &batch[i]
-				exists, err := present(tx, u)
-				if err != nil {
-					return err
-				}
-				if exists {
-					res.Skipped++
-					continue
-				}
-				if err := insertUnit(ctx, tx, u, nil); err != nil {
-					return err
-				}
-				if err := event(ctx, tx, u.ID, u.Scope, "imported", nil, now); err != nil {
-					return err
-				}
-				res.Imported++
-			}
-			return nil
-		})
-		batch = batch[:0]
-		return err
-	}
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
 		if text == "" {
 			continue
 		}
-		var iu importUnit
-		if err := json.Unmarshal([]byte(text), &iu); err != nil {
-			res.Errors = append(res.Errors, fmt.Sprintf("line %d: %v", line, err))
-			continue
-		}
-		u := iu.Unit
-		if u.ID == "" {
-			u.ID = iu.MemoryID
-		}
-		if u.ID == "" {
-			u.ID = newUID()
-		}
-		if u.Scope == "" {
-			u.Scope = iu.ScopeID
-		}
-		u.Scope = s.ScopeKey(u.Scope)
-		if u.Type == "" {
-			u.Type = Type(iu.MemoryType)
-		}
-		typ, err := ParseType(string(u.Type))
+		u, refused, err := s.importedUnit(ctx, text, im.now)
 		if err != nil {
-			res.Errors = append(res.Errors, fmt.Sprintf("line %d: %v", line, err))
+			im.res.Errors = append(im.res.Errors, fmt.Sprintf("line %d: %v", line, err))
 			continue
 		}
-		u.Type = typ
-		u.Content, _ = Redact(strings.TrimSpace(u.Content))
-		if len(Terms(u.Content)) == 0 {
-			res.Errors = append(res.Errors, fmt.Sprintf("line %d: empty content", line))
+		if refused {
+			im.res.Refused++
 			continue
 		}
-		if u.Status != StatusSuperseded { // only active units reach a prompt
-			if u.Origin == "" {
-				u.Origin = "import"
-			}
-			if s.admit(ctx, &u) != nil {
-				res.Refused++
-				continue
-			}
-		}
-		if u.Status != StatusSuperseded {
-			u.Status = StatusActive
-		}
-		if u.Status == StatusActive {
-			u.SupersededBy = ""
-		}
-		if u.Entities == nil {
-			u.Entities = mergeStrings(nil, iu.Topics, 8)
-		}
-		u.Importance, u.Confidence = clamp01(u.Importance, 0.5), clamp01(u.Confidence, 0.7)
-		if u.Mentions <= 0 {
-			u.Mentions = 1
-		}
-		if u.SaidAt.IsZero() {
-			u.SaidAt = u.CreatedAt
-		}
-		if u.SaidAt.IsZero() {
-			u.SaidAt = now
-		}
-		if u.CreatedAt.IsZero() {
-			u.CreatedAt = u.SaidAt
-		}
-		if u.LastSeenAt.IsZero() {
-			u.LastSeenAt = u.SaidAt
-		}
-		u.UpdatedAt = now
-		if u.Origin == "" {
-			u.Origin = "import"
-		}
-		batch = append(batch, u)
-		if len(batch) == 500 {
-			if err := flush(); err != nil {
-				return res, err
+		im.batch = append(im.batch, u)
+		if len(im.batch) == 500 {
+			if err := im.flush(ctx); err != nil {
+				return im.res, err
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return res, fmt.Errorf("memory: import: %w", err)
+		return im.res, fmt.Errorf("memory: import: %w", err)
 	}
-	return res, flush()
+	err := im.flush(ctx)
+	return im.res, err
+}
+
+// importer is one import under way: the units read and not yet written,
+// and the active contents per visibility (loaded once, to skip what is
+// present).
+type importer struct {
+	s        *Store
+	now      time.Time
+	res      ImportResult
+	batch    []Unit
+	contents map[string]map[string]bool
+}
+
+// importedUnit parses one line into the unit to insert: ids, scope, type
+// and defaults filled in, content redacted, active units past the
+// injection guard (refused when not).
+func (s *Store) importedUnit(ctx context.Context, text string, now time.Time) (Unit, bool, error) {
+	var iu importUnit
+	if err := json.Unmarshal([]byte(text), &iu); err != nil {
+		return Unit{}, false, err
+	}
+	u := iu.Unit
+	if u.ID == "" {
+		u.ID = iu.MemoryID
+	}
+	if u.ID == "" {
+		u.ID = newUID()
+	}
+	if u.Scope == "" {
+		u.Scope = iu.ScopeID
+	}
+	u.Scope = s.ScopeKey(u.Scope)
+	if u.Type == "" {
+		u.Type = Type(iu.MemoryType)
+	}
+	typ, err := ParseType(string(u.Type))
+	if err != nil {
+		return Unit{}, false, err
+	}
+	u.Type = typ
+	u.Content, _ = Redact(strings.TrimSpace(u.Content))
+	if len(Terms(u.Content)) == 0 {
+		return Unit{}, false, errors.New("empty content")
+	}
+	if u.Status != StatusSuperseded { // only active units reach a prompt
+		if u.Origin == "" {
+			u.Origin = "import"
+		}
+		if s.admit(ctx, &u) != nil {
+			return Unit{}, true, nil
+		}
+	}
+	importDefaults(&u, iu.Topics, now)
+	return u, false, nil
+}
+
+// importDefaults fills in what an imported unit leaves out: status,
+// entities (from MetaClaw's topics), scores, mentions and timestamps.
+func importDefaults(u *Unit, topics []string, now time.Time) {
+	if u.Status != StatusSuperseded {
+		u.Status = StatusActive
+	}
+	if u.Status == StatusActive {
+		u.SupersededBy = ""
+	}
+	if u.Entities == nil {
+		u.Entities = mergeStrings(nil, topics, 8)
+	}
+	u.Importance, u.Confidence = clamp01(u.Importance, 0.5), clamp01(u.Confidence, 0.7)
+	if u.Mentions <= 0 {
+		u.Mentions = 1
+	}
+	if u.SaidAt.IsZero() {
+		u.SaidAt = u.CreatedAt
+	}
+	if u.SaidAt.IsZero() {
+		u.SaidAt = now
+	}
+	if u.CreatedAt.IsZero() {
+		u.CreatedAt = u.SaidAt
+	}
+	if u.LastSeenAt.IsZero() {
+		u.LastSeenAt = u.SaidAt
+	}
+	u.UpdatedAt = now
+	if u.Origin == "" {
+		u.Origin = "import"
+	}
+}
+
+// flush inserts the batch read so far in one transaction, skipping the
+// units already present.
+func (im *importer) flush(ctx context.Context) error {
+	if len(im.batch) == 0 {
+		return nil
+	}
+	err := im.s.writeTx(ctx, func(tx *sql.Tx) error {
+		for i := range im.batch {
+			u := &im.batch[i]
+			exists, err := im.present(ctx, tx, u)
+			if err != nil {
+				return err
+			}
+			if exists {
+				im.res.Skipped++
+				continue
+			}
+			if err := insertUnit(ctx, tx, u, nil); err != nil {
+				return err
+			}
+			if err := event(ctx, tx, u.ID, u.Scope, "imported", nil, im.now); err != nil {
+				return err
+			}
+			im.res.Imported++
+		}
+		return nil
+	})
+	im.batch = im.batch[:0]
+	return err
+}
+
+// present reports whether u is in the store already: same id, or (active)
+// same content in the same visibility, this import included.
+func (im *importer) present(ctx context.Context, tx *sql.Tx, u *Unit) (bool, error) {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM memory_units WHERE uid = ?`, u.ID).Scan(&n); err != nil || n > 0 {
+		return n > 0, err
+	}
+	vis := visToken(u.Scope, u.Agent)
+	set, ok := im.contents[vis]
+	if !ok {
+		var err error
+		if set, err = visActiveContents(ctx, tx, vis); err != nil {
+			return false, err
+		}
+		im.contents[vis] = set
+	}
+	if u.Status == StatusActive && set[u.Content] {
+		return true, nil
+	}
+	if u.Status == StatusActive {
+		set[u.Content] = true
+	}
+	return false, nil
+}
+
+// visActiveContents reads the contents of a visibility's active units.
+func visActiveContents(ctx context.Context, tx *sql.Tx, vis string) (map[string]bool, error) {
+	set := map[string]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT content FROM memory_units WHERE vis = ? AND status = 'active'`, vis)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		set[c] = true
+	}
+	rows.Close()
+	return set, nil
 }
 
 // Stats summarises the store.

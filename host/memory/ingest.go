@@ -120,22 +120,75 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	for i := range b.SummaryTurns {
 		s.prepare(&b, &b.SummaryTurns[i])
 	}
-	// Skip turns mined before (a retry, or a remote host resending).
-	fresh := b.Turns[:0:0]
-	seen, err := s.seenSources(ctx, b.Turns)
+	fresh, skipped, err := s.freshTurns(ctx, b.Turns)
 	if err != nil {
 		return res, err
 	}
-	for _, t := range b.Turns {
+	res.Skipped = skipped
+	p := ingestPlan{fresh: fresh, boiler: s.stripBoilerplate(&b, fresh)}
+	b.wait(ctx)
+	ex := s.o.Extractor
+	if b.provisional != nil {
+		ex = b.provisional.extractor
+	}
+	cands, err := ex.Extract(ctx, p.fresh)
+	if err != nil {
+		return res, fmt.Errorf("memory: extract: %w", err)
+	}
+	summary, summaryTurn, err := s.summarizeBatch(ctx, &b)
+	if err != nil {
+		return res, err
+	}
+	p.now = s.now()
+	s.planUnits(ctx, &b, &p, cands)
+	if summary != nil {
+		s.planSummary(ctx, &b, &p, *summary, summaryTurn)
+	}
+	p.vecs = s.embedUnits(ctx, p.units)
+	b.wait(ctx) // not inside the transaction: that would hold the writer
+	err = s.writeTx(ctx, func(tx *sql.Tx) error { return s.commitBatch(ctx, tx, &b, &p, &res) })
+	if err != nil {
+		return IngestResult{}, err
+	}
+	return res, nil
+}
+
+// ingestPlan is what a batch will write: its fresh turns, the boilerplate
+// found in them, and the units extracted (with the turn each came from and
+// their embeddings).
+type ingestPlan struct {
+	fresh    []Turn
+	boiler   []boilerplateSentence
+	units    []Unit
+	unitTurn []int // index into fresh, -1 for the summary
+	vecs     [][]float32
+	now      time.Time
+}
+
+// freshTurns drops the turns mined before (a retry, or a remote host
+// resending) and counts them.
+func (s *Store) freshTurns(ctx context.Context, turns []Turn) ([]Turn, int, error) {
+	fresh := turns[:0:0]
+	seen, err := s.seenSources(ctx, turns)
+	if err != nil {
+		return nil, 0, err
+	}
+	skipped := 0
+	for _, t := range turns {
 		if t.Source != "" && seen[t.Source] {
-			res.Skipped++
+			skipped++
 			continue
 		}
 		fresh = append(fresh, t)
 	}
-	// Sentences recurring verbatim across the scope's turns say nothing new.
-	// (A provisional pass reads turns the real extraction reads again: only
-	// the real one counts them.)
+	return fresh, skipped, nil
+}
+
+// stripBoilerplate removes from the fresh turns the sentences recurring
+// verbatim across the scope's turns (they say nothing new) and returns
+// them. A provisional pass reads turns the real extraction reads again:
+// only the real one counts them.
+func (s *Store) stripBoilerplate(b *Batch, fresh []Turn) []boilerplateSentence {
 	if b.provisional == nil {
 		for _, t := range fresh {
 			s.phrases.observe(t.Scope+"\x00"+t.Agent, t.User)
@@ -149,46 +202,46 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			boiler = append(boiler, boilerplateSentence{t.Scope, t.Agent, f})
 		}
 	}
-	b.wait(ctx)
-	ex := s.o.Extractor
-	if b.provisional != nil {
-		ex = b.provisional.extractor
+	return boiler
+}
+
+// summarizeBatch summarizes a final batch's session (nil when not final or
+// there is nothing to say), with the turn the summary stands for.
+func (s *Store) summarizeBatch(ctx context.Context, b *Batch) (*Candidate, Turn, error) {
+	if !b.Final {
+		return nil, Turn{}, nil
 	}
-	cands, err := ex.Extract(ctx, fresh)
+	st := b.SummaryTurns
+	if len(st) == 0 {
+		st = b.Turns
+	}
+	// The summary quotes the user: not their boilerplate either.
+	st = slices.Clone(st)
+	for i, t := range st {
+		st[i].User, _ = s.phrases.strip(t.Scope+"\x00"+t.Agent, t.User, false)
+	}
+	if len(st) == 0 {
+		return nil, Turn{}, nil
+	}
+	c, ok, err := s.o.Extractor.Summarize(ctx, st)
 	if err != nil {
-		return res, fmt.Errorf("memory: extract: %w", err)
+		return nil, Turn{}, fmt.Errorf("memory: summarize: %w", err)
 	}
-	var summary *Candidate
-	var summaryTurn Turn
-	if b.Final {
-		st := b.SummaryTurns
-		if len(st) == 0 {
-			st = b.Turns
-		}
-		// The summary quotes the user: not their boilerplate either.
-		st = slices.Clone(st)
-		for i, t := range st {
-			st[i].User, _ = s.phrases.strip(t.Scope+"\x00"+t.Agent, t.User, false)
-		}
-		if len(st) > 0 {
-			c, ok, err := s.o.Extractor.Summarize(ctx, st)
-			if err != nil {
-				return res, fmt.Errorf("memory: summarize: %w", err)
-			}
-			if ok {
-				summary = &c
-				summaryTurn = st[len(st)-1]
-			}
-		}
+	if !ok {
+		return nil, Turn{}, nil
 	}
-	units := make([]Unit, 0, len(cands)+1)
-	unitTurn := make([]int, 0, len(cands)+1) // index into fresh, -1 for the summary
-	now := s.now()
+	return &c, st[len(st)-1], nil
+}
+
+// planUnits turns the extracted candidates into admitted units.
+func (s *Store) planUnits(ctx context.Context, b *Batch, p *ingestPlan, cands []Candidate) {
+	p.units = make([]Unit, 0, len(cands)+1)
+	p.unitTurn = make([]int, 0, len(cands)+1)
 	for _, c := range cands {
-		if c.Turn < 0 || c.Turn >= len(fresh) {
+		if c.Turn < 0 || c.Turn >= len(p.fresh) {
 			continue
 		}
-		u, ok := s.candidateUnit(c, fresh[c.Turn], now)
+		u, ok := s.candidateUnit(c, p.fresh[c.Turn], p.now)
 		if !ok || s.admit(ctx, &u) != nil {
 			continue
 		}
@@ -196,103 +249,124 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 			u.Origin = OriginProvisional
 		}
 		u.msg = "#" + itoa(c.Turn)
-		units = append(units, u)
-		unitTurn = append(unitTurn, c.Turn)
+		p.units = append(p.units, u)
+		p.unitTurn = append(p.unitTurn, c.Turn)
 	}
-	if summary != nil {
-		if u, ok := s.candidateUnit(*summary, summaryTurn, now); ok && s.admit(ctx, &u) == nil {
-			u.Agent = summaryTurn.Agent
-			u.Subject = "summary:" + summaryTurn.SessionID
-			u.Value = normKey(u.Content)
-			u.Origin = "summary"
-			u.SourceTurns = nil
-			for _, t := range b.SummaryTurns {
-				if t.TurnID != 0 {
-					u.SourceTurns = append(u.SourceTurns, t.TurnID)
-				}
-			}
-			units = append(units, u)
-			unitTurn = append(unitTurn, -1)
+}
+
+// planSummary adds the session summary as a unit of its own, when admitted.
+func (s *Store) planSummary(ctx context.Context, b *Batch, p *ingestPlan, summary Candidate, summaryTurn Turn) {
+	u, ok := s.candidateUnit(summary, summaryTurn, p.now)
+	if !ok || s.admit(ctx, &u) != nil {
+		return
+	}
+	u.Agent = summaryTurn.Agent
+	u.Subject = "summary:" + summaryTurn.SessionID
+	u.Value = normKey(u.Content)
+	u.Origin = "summary"
+	u.SourceTurns = nil
+	for _, t := range b.SummaryTurns {
+		if t.TurnID != 0 {
+			u.SourceTurns = append(u.SourceTurns, t.TurnID)
 		}
 	}
-	vecs := s.embedUnits(ctx, units)
-	b.wait(ctx) // not inside the transaction: that would hold the writer
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		if b.before != nil {
-			if err := b.before(ctx, tx); err != nil {
-				return err
-			}
+	p.units = append(p.units, u)
+	p.unitTurn = append(p.unitTurn, -1)
+}
+
+// commitBatch writes a planned batch in tx: its sources, the boilerplate
+// retracted, its units, and the injections its turns report.
+func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestPlan, res *IngestResult) error {
+	if b.before != nil {
+		if err := b.before(ctx, tx); err != nil {
+			return err
 		}
-		skip := map[int]bool{}
-		for i, t := range fresh {
-			if t.Source == "" || b.provisional != nil {
-				continue // a provisional pass leaves the turns to the real extraction
-			}
-			r, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO memory_sources (source, at) VALUES (?, ?)`, t.Source, ms(now))
-			if err != nil {
-				return fmt.Errorf("memory: sources: %w", err)
-			}
-			if n, _ := r.RowsAffected(); n == 0 {
-				skip[i] = true // ingested concurrently
-				res.Skipped++
-			}
-		}
-		res.Turns = len(fresh) - len(skip)
-		for _, b := range boiler {
-			if err := s.retractBoilerplate(ctx, tx, b, now); err != nil {
-				return err
-			}
-		}
-		batch := map[string]string{}
-		for i := range units {
-			if ti := unitTurn[i]; ti >= 0 && skip[ti] {
-				continue
-			}
-			runtime.Gosched() // learning is background work: let requests run between units
-			var v []float32
-			if vecs != nil {
-				v = vecs[i]
-			}
-			out, uid, err := s.apply(ctx, tx, &units[i], v, now, batch)
-			if err != nil {
-				return err
-			}
-			if units[i].msg != "" {
-				batch[uid] = units[i].msg
-			}
-			switch out {
-			case OutcomeAdded, OutcomeStale:
-				res.Added++
-			case OutcomeReinforced:
-				res.Reinforced++
-			case OutcomeSuperseded:
-				res.Added++
-				res.Superseded++
-			}
-			res.IDs = append(res.IDs, uid)
-			b.provisional.note(out, uid)
-		}
-		injected := injections{}
-		for i, t := range fresh {
-			if skip[i] || len(t.Injected) == 0 || b.provisional != nil {
-				continue
-			}
-			injected.add(t.Injected, s.saidAt(t))
-		}
-		if len(injected) > 0 {
-			if err := countInjected(ctx, tx, injected); err != nil {
-				return err
-			}
-		}
-		if b.after != nil {
-			return b.after(ctx, tx)
-		}
-		return nil
-	})
+	}
+	skip, err := s.recordSources(ctx, tx, b, p, res)
 	if err != nil {
-		return IngestResult{}, err
+		return err
 	}
-	return res, nil
+	res.Turns = len(p.fresh) - len(skip)
+	for _, bs := range p.boiler {
+		if err := s.retractBoilerplate(ctx, tx, bs, p.now); err != nil {
+			return err
+		}
+	}
+	if err := s.applyUnits(ctx, tx, b, p, skip, res); err != nil {
+		return err
+	}
+	injected := injections{}
+	for i, t := range p.fresh {
+		if skip[i] || len(t.Injected) == 0 || b.provisional != nil {
+			continue
+		}
+		injected.add(t.Injected, s.saidAt(t))
+	}
+	if len(injected) > 0 {
+		if err := countInjected(ctx, tx, injected); err != nil {
+			return err
+		}
+	}
+	if b.after != nil {
+		return b.after(ctx, tx)
+	}
+	return nil
+}
+
+// recordSources marks the fresh turns as mined and returns those another
+// writer mined meanwhile (counted as skipped). A provisional pass leaves
+// the turns to the real extraction.
+func (s *Store) recordSources(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestPlan, res *IngestResult) (map[int]bool, error) {
+	skip := map[int]bool{}
+	for i, t := range p.fresh {
+		if t.Source == "" || b.provisional != nil {
+			continue
+		}
+		r, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO memory_sources (source, at) VALUES (?, ?)`, t.Source, ms(p.now))
+		if err != nil {
+			return nil, fmt.Errorf("memory: sources: %w", err)
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			skip[i] = true // ingested concurrently
+			res.Skipped++
+		}
+	}
+	return skip, nil
+}
+
+// applyUnits consolidates each planned unit (but those of skipped turns)
+// into the store, counting the outcomes.
+func (s *Store) applyUnits(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestPlan, skip map[int]bool, res *IngestResult) error {
+	batch := map[string]string{}
+	for i := range p.units {
+		if ti := p.unitTurn[i]; ti >= 0 && skip[ti] {
+			continue
+		}
+		runtime.Gosched() // learning is background work: let requests run between units
+		var v []float32
+		if p.vecs != nil {
+			v = p.vecs[i]
+		}
+		out, uid, err := s.apply(ctx, tx, &p.units[i], v, p.now, batch)
+		if err != nil {
+			return err
+		}
+		if p.units[i].msg != "" {
+			batch[uid] = p.units[i].msg
+		}
+		switch out {
+		case OutcomeAdded, OutcomeStale:
+			res.Added++
+		case OutcomeReinforced:
+			res.Reinforced++
+		case OutcomeSuperseded:
+			res.Added++
+			res.Superseded++
+		}
+		res.IDs = append(res.IDs, uid)
+		b.provisional.note(out, uid)
+	}
+	return nil
 }
 
 // wait yields to requests being answered, when the batch says how.

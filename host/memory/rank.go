@@ -229,6 +229,7 @@ type scoreScratch struct {
 	out     []*scored
 	matched []string // the candidates' matched terms, one after another
 	keys    []visTerm
+	qt      queryTerms
 }
 
 var scoreScratches = sync.Pool{New: func() any {
@@ -248,6 +249,7 @@ func (sc *scoreScratch) release() {
 	clear(sc.out)
 	clear(sc.matched)
 	sc.order, sc.slab, sc.out, sc.matched, sc.keys = sc.order[:0], sc.slab[:0], sc.out[:0], sc.matched[:0], sc.keys[:0]
+	sc.qt = queryTerms{df: sc.qt.df[:0], present: sc.qt.present[:0], match: sc.qt.match[:0], byRarity: sc.qt.byRarity[:0]}
 	scoreScratches.Put(sc)
 }
 
@@ -305,10 +307,41 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		vis = visible(scope, q.Agent)
 	}
 	now := s.now()
-	qs := expandQuery(q.Texts)
+	qt, err := sc.weighQuery(ctx, src, expandQuery(q.Texts), vis)
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.addLexical(ctx, src, qt, vis); err != nil {
+		return nil, err
+	}
+	cue := asksContinuity(q.Texts)
+	if err := s.addPools(ctx, src, vis, standing, cue, sc); err != nil {
+		return nil, err
+	}
+	if err := s.addNearest(ctx, src, q, vis, sc); err != nil {
+		return nil, err
+	}
+	qw := sc.weighTerms(src, qt)
+	return s.rankCandidates(src, vis, now, cue, qw, sc), nil
+}
 
-	// Document frequencies (per visibility) decide which terms are worth
-	// asking for: a term in most units costs much and ranks little.
+// queryTerms is the query's terms with their document frequencies (per
+// visibility), and which of them are asked of the lexical index. It lives
+// in the scratch: its slices are reused from query to query.
+type queryTerms struct {
+	qs       []qterm
+	dfv      [][]int // by term, then visibility
+	df       []int   // by term, over all visibilities
+	total    int     // units visible
+	present  []int   // indices of the terms some unit holds
+	match    []int   // indices of the terms to match postings for
+	byRarity []int
+}
+
+// weighQuery reads the document frequencies of the query's terms and picks
+// the ones worth asking for: a term in most units costs much and ranks
+// little.
+func (sc *scoreScratch) weighQuery(ctx context.Context, src source, qs []qterm, vis []string) (*queryTerms, error) {
 	if max := 600 / len(vis); len(qs) > max {
 		qs = qs[:max]
 	}
@@ -320,30 +353,35 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 	if err != nil {
 		return nil, err
 	}
-	total := 0
+	qt := &sc.qt
+	qt.qs, qt.dfv, qt.total = qs, dfv, 0
+	qt.df, qt.present = slices.Grow(qt.df[:0], len(qs))[:len(qs)], qt.present[:0]
+	clear(qt.df)
 	for j := range vis {
-		total += visUnits[j]
+		qt.total += visUnits[j]
 	}
-	df := make([]int, len(qs))
-	var present []int // indices of the terms some unit holds
 	for i := range qs {
 		for j := range vis {
-			df[i] += dfv[i][j]
+			qt.df[i] += dfv[i][j]
 		}
-		if df[i] > 0 {
-			present = append(present, i)
+		if qt.df[i] > 0 {
+			qt.present = append(qt.present, i)
 		}
 	}
-	idf := func(i int) float64 {
-		d := float64(df[i])
-		return math.Log(1 + (float64(total)-d+0.5)/(d+0.5))
-	}
-	// Rarest first, within a budget of postings: the work is bounded
-	// whatever the query, and rare terms are the ones that rank.
-	byRarity := append([]int(nil), present...)
+	qt.rarest()
+	return qt, nil
+}
+
+// rarest picks the terms to match (qt.match), rarest first, within a
+// budget of postings: the work is bounded whatever the query, and rare
+// terms are the ones that rank.
+func (qt *queryTerms) rarest() {
+	df := qt.df
+	byRarity := append(qt.byRarity[:0], qt.present...)
+	qt.byRarity = byRarity
 	sort.SliceStable(byRarity, func(a, b int) bool { return df[byRarity[a]] < df[byRarity[b]] })
-	budget := max(200, total/400)
-	var match []int
+	budget := max(200, qt.total/400)
+	match := qt.match[:0]
 	spent := 0
 	for _, i := range byRarity {
 		if len(match) == 8 || spent+df[i] > budget && len(match) > 0 || df[i] > budget {
@@ -352,125 +390,157 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		match = append(match, i)
 		spent += df[i]
 	}
+	qt.match = match
+}
 
-	cands, bm := sc.cands, sc.bm
-	add := func(u *Unit, pool bool) *scored {
-		if c, ok := cands[u.rowid]; ok {
-			c.pool = c.pool || pool
-			return c
-		}
-		var c *scored
-		if len(sc.slab) < cap(sc.slab) { // never grown: the candidates point into it
-			sc.slab = append(sc.slab, scored{u: u, pool: pool})
-			c = &sc.slab[len(sc.slab)-1]
-		} else {
-			c = &scored{u: u, pool: pool}
-		}
-		cands[u.rowid] = c
-		sc.order = append(sc.order, u.rowid)
+// idf is the inverse document frequency of term i.
+func (qt *queryTerms) idf(i int) float64 {
+	d := float64(qt.df[i])
+	return math.Log(1 + (float64(qt.total)-d+0.5)/(d+0.5))
+}
+
+// add makes u a candidate (once; pool marks it as from the standing pool).
+func (sc *scoreScratch) add(u *Unit, pool bool) *scored {
+	if c, ok := sc.cands[u.rowid]; ok {
+		c.pool = c.pool || pool
 		return c
 	}
-	if len(match) > 0 {
-		keys := sc.keys
-		for _, i := range match {
-			for j, v := range vis {
-				if dfv[i][j] > 0 {
-					keys = append(keys, visTerm{v, qs[i].t})
-				}
+	var c *scored
+	if len(sc.slab) < cap(sc.slab) { // never grown: the candidates point into it
+		sc.slab = append(sc.slab, scored{u: u, pool: pool})
+		c = &sc.slab[len(sc.slab)-1]
+	} else {
+		c = &scored{u: u, pool: pool}
+	}
+	sc.cands[u.rowid] = c
+	sc.order = append(sc.order, u.rowid)
+	return c
+}
+
+// addLexical adds the best bm25 matches of the chosen terms, keeping their
+// scores.
+func (sc *scoreScratch) addLexical(ctx context.Context, src source, qt *queryTerms, vis []string) error {
+	if len(qt.match) == 0 {
+		return nil
+	}
+	keys := sc.keys
+	for _, i := range qt.match {
+		for j, v := range vis {
+			if qt.dfv[i][j] > 0 {
+				keys = append(keys, visTerm{v, qt.qs[i].t})
 			}
 		}
-		sc.keys = keys
-		units, scores, err := src.match(ctx, keys, 24)
-		if err != nil {
-			return nil, err
-		}
-		for i, u := range units {
-			add(u, false)
-			bm[u.rowid] = scores[i]
-		}
 	}
+	sc.keys = keys
+	units, scores, err := src.match(ctx, keys, 24)
+	if err != nil {
+		return err
+	}
+	for i, u := range units {
+		sc.add(u, false)
+		sc.bm[u.rowid] = scores[i]
+	}
+	return nil
+}
+
+// asksContinuity reports whether any text asks to pick up the thread.
+func asksContinuity(texts []string) bool {
 	cue := false
-	for _, t := range q.Texts {
+	for _, t := range texts {
 		if continuity(t) {
 			cue = true
 		}
 	}
-	var pools []*visPool
-	if standing || s.embeddingsOn() {
-		for _, v := range vis {
-			p, err := src.pool(ctx, v)
-			if err != nil {
-				return nil, err
-			}
-			pools = append(pools, p)
-		}
-	}
-	if standing {
-		for _, p := range pools {
-			for _, u := range p.standing {
-				add(u, true)
-			}
-			if cue {
-				for _, u := range p.summary {
-					add(u, false)
-				}
-			}
-		}
-	}
-	cos := sc.cos
-	if s.embeddingsOn() && len(q.Texts) > 0 {
-		if err := s.nearest(ctx, src, q, vis, cos); err != nil {
-			s.o.Log.Debug().Err(err).Msg("memory: query embedding failed; ranking without it")
-		} else {
-			var need []int64
-			for id := range cos {
-				if _, ok := cands[id]; !ok {
-					need = append(need, id)
-				}
-			}
-			sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
-			units, err := src.units(ctx, need)
-			if err != nil {
-				return nil, fmt.Errorf("memory: read hits: %w", err)
-			}
-			for _, u := range units {
-				add(u, false)
-			}
-		}
-	}
+	return cue
+}
 
-	// Score: lexical (bm25 and idf-weighted coverage of the query), entity
-	// overlap, embedding similarity, importance (decayed), recency, type.
+// addPools adds, when standing, each visibility's standing pool and (on a
+// continuity cue) its newest summaries. With embeddings on the pools are
+// read (and cached) even when not standing, as before the split.
+func (s *Store) addPools(ctx context.Context, src source, vis []string, standing, cue bool, sc *scoreScratch) error {
+	if !standing && !s.embeddingsOn() {
+		return nil
+	}
+	for _, v := range vis {
+		p, err := src.pool(ctx, v)
+		if err != nil {
+			return err
+		}
+		if !standing {
+			continue
+		}
+		for _, u := range p.standing {
+			sc.add(u, true)
+		}
+		if cue {
+			for _, u := range p.summary {
+				sc.add(u, false)
+			}
+		}
+	}
+	return nil
+}
+
+// addNearest adds the units whose embeddings are nearest the query's (their
+// similarities in sc.cos); a failed query embedding ranks without them.
+func (s *Store) addNearest(ctx context.Context, src source, q Query, vis []string, sc *scoreScratch) error {
+	if !s.embeddingsOn() || len(q.Texts) == 0 {
+		return nil
+	}
+	if err := s.nearest(ctx, src, q, vis, sc.cos); err != nil {
+		s.o.Log.Debug().Err(err).Msg("memory: query embedding failed; ranking without it")
+		return nil
+	}
+	var need []int64
+	for id := range sc.cos {
+		if _, ok := sc.cands[id]; !ok {
+			need = append(need, id)
+		}
+	}
+	sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
+	units, err := src.units(ctx, need)
+	if err != nil {
+		return fmt.Errorf("memory: read hits: %w", err)
+	}
+	for _, u := range units {
+		sc.add(u, false)
+	}
+	return nil
+}
+
+// weighTerms fills sc.qidf with the weighted idf of the query's present
+// terms, by term id, and returns their sum.
+func (sc *scoreScratch) weighTerms(src source, qt *queryTerms) float64 {
 	var qw float64
-	qidf := &sc.qidf
-	qidf.reset(len(present))
-	for _, i := range present {
-		w := qs[i].w * idf(i)
-		qidf.put(src.termID(qs[i].t), w)
+	sc.qidf.reset(len(qt.present))
+	for _, i := range qt.present {
+		w := qt.qs[i].w * qt.idf(i)
+		sc.qidf.put(src.termID(qt.qs[i].t), w)
 		qw += w
 	}
+	return qw
+}
+
+// rankCandidates scores every live, visible candidate that the turn is
+// about (or that stands), in the order they were added: lexical (bm25 and
+// idf-weighted coverage of the query), entity overlap, embedding
+// similarity, importance (decayed), recency, type.
+func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue bool, qw float64, sc *scoreScratch) []*scored {
 	maxBM := 0.0
-	for _, v := range bm {
+	for _, v := range sc.bm {
 		maxBM = max(maxBM, -v)
 	}
+	embOn := s.embeddingsOn()
 	out := sc.out
 	for _, id := range sc.order {
-		c := cands[id]
+		c := sc.cands[id]
 		u := c.u
 		if u.Status != StatusActive || u.ExpiresAt != nil && !u.ExpiresAt.After(now) || !contains(vis, u.vis) {
 			continue
 		}
 		c.d = src.derived(u)
-		var cov float64
-		from := len(sc.matched)
-		for k, t := range c.d.ids {
-			if w, ok := qidf.get(t); ok {
-				cov += w
-				sc.matched = append(sc.matched, c.d.terms[k])
-			}
-		}
-		matched := sc.matched[from:len(sc.matched):len(sc.matched)]
-		emb := cos[id]
+		matched, cov := sc.coverage(c.d)
+		emb := sc.cos[id]
 		isCue := u.Type == WorkingSummary && cue
 		// Session summaries quote what was said, superseded statements
 		// included: they come only when the user asks to pick up the thread.
@@ -481,36 +551,16 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 			cov /= qw
 		}
 		lex := 0.0
-		if b, ok := bm[id]; ok && maxBM > 0 {
+		if b, ok := sc.bm[id]; ok && maxBM > 0 {
 			lex = 0.5 * (-b / maxBM)
 		}
 		lex += 0.5 * min(1, 2*cov)
 		ent := 0.0
-		if len(c.d.ents) > 0 && len(matched) > 0 {
-			n := 0
-			for _, et := range c.d.ents {
-				for _, t := range et {
-					if _, ok := qidf.get(t); ok {
-						n++
-						break
-					}
-				}
-			}
-			ent = float64(n) / float64(len(c.d.ents))
+		if len(matched) > 0 {
+			ent = sc.entityOverlap(c.d)
 		}
-		imp := effectiveImportance(u, now)
-		ageDays := now.Sub(u.LastSeenAt).Hours() / 24
-		rec := math.Exp(-max(0, ageDays) / 14)
-		score := 0.45*lex + 0.1*ent + 0.3*imp + 0.1*rec
-		if s.embeddingsOn() {
-			score += 0.3 * max(0, emb)
-		}
-		if isCue {
-			score += 0.3
-		}
-		score *= typeBoost[u.Type] * (0.8 + 0.2*u.Confidence)
 		c.matched, c.emb, c.cue = matched, emb, isCue
-		c.score = math.Round(score*1e4) / 1e4
+		c.score = factScore(u, now, lex, ent, emb, embOn, isCue)
 		c.standingKind = standingKind(u)
 		if c.standingKind {
 			rel := 0.0
@@ -523,7 +573,57 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		out = append(out, c)
 	}
 	sc.out = out
-	return out, nil
+	return out
+}
+
+// coverage returns the query terms d holds (in sc.matched, capped so
+// later appends cannot overwrite them) and the sum of their weights.
+func (sc *scoreScratch) coverage(d *derived) ([]string, float64) {
+	var cov float64
+	from := len(sc.matched)
+	for k, t := range d.ids {
+		if w, ok := sc.qidf.get(t); ok {
+			cov += w
+			sc.matched = append(sc.matched, d.terms[k])
+		}
+	}
+	return sc.matched[from:len(sc.matched):len(sc.matched)], cov
+}
+
+// entityOverlap is the share of d's entities the query names (any of an
+// entity's terms).
+func (sc *scoreScratch) entityOverlap(d *derived) float64 {
+	if len(d.ents) == 0 {
+		return 0
+	}
+	n := 0
+	for _, et := range d.ents {
+		for _, t := range et {
+			if _, ok := sc.qidf.get(t); ok {
+				n++
+				break
+			}
+		}
+	}
+	return float64(n) / float64(len(d.ents))
+}
+
+// factScore weighs a candidate as a fact: relevance, importance (decayed),
+// recency, embedding similarity, the continuity cue, then type and
+// confidence.
+func factScore(u *Unit, now time.Time, lex, ent, emb float64, embOn, isCue bool) float64 {
+	imp := effectiveImportance(u, now)
+	ageDays := now.Sub(u.LastSeenAt).Hours() / 24
+	rec := math.Exp(-max(0, ageDays) / 14)
+	score := 0.45*lex + 0.1*ent + 0.3*imp + 0.1*rec
+	if embOn {
+		score += 0.3 * max(0, emb)
+	}
+	if isCue {
+		score += 0.3
+	}
+	score *= typeBoost[u.Type] * (0.8 + 0.2*u.Confidence)
+	return math.Round(score*1e4) / 1e4
 }
 
 func reason(lex, standing, emb, cue bool) string {

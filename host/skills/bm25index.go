@@ -40,12 +40,25 @@ func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*b
 	if _, err := conn.ExecContext(ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS `+vocabTable+` USING fts5vocab(main, 'skills_fts', 'instance')`); err != nil {
 		return nil, fmt.Errorf("fts5vocab: %w", err)
 	}
-	// Rows: FTS5's row count is the number of rows indexed (the triggers
-	// keep skills_fts in step with skills).
+	pos, nRow, err := readSkillPositions(ctx, conn, index)
+	if err != nil {
+		return nil, err
+	}
+	raw, docLen, nToken, err := readVocabPostings(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	return scorePostings(raw, docLen, pos, nRow, nToken), nil
+}
+
+// readSkillPositions maps the skills' row ids to their position in the
+// snapshot (-1 when not in it) and counts the rows: FTS5's row count is the
+// number of rows indexed (the triggers keep skills_fts in step with skills).
+func readSkillPositions(ctx context.Context, conn *sql.Conn, index map[string]int32) (map[int64]int32, int, error) {
 	pos := map[int64]int32{}
 	rows, err := conn.QueryContext(ctx, `SELECT id, name FROM skills`)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	nRow := 0
 	for rows.Next() {
@@ -53,7 +66,7 @@ func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*b
 		var name string
 		if err := rows.Scan(&id, &name); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, 0, err
 		}
 		nRow++
 		if i, ok := index[name]; ok {
@@ -64,19 +77,27 @@ func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*b
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	return pos, nRow, nil
+}
 
-	type rawPosting struct {
-		doc  int64
-		freq float64 // weighted: the sum of the column weights of its instances
-	}
+// rawPosting is one document of a term as fts5vocab lists it.
+type rawPosting struct {
+	doc  int64
+	freq float64 // weighted: the sum of the column weights of its instances
+}
+
+// readVocabPostings reads every term instance from fts5vocab into
+// postings by term, weighted by column, with each document's length in
+// tokens and the total token count (bounded by maxIndexPostings).
+func readVocabPostings(ctx context.Context, conn *sql.Conn) (map[string][]rawPosting, map[int64]int, int, error) {
 	raw := map[string][]rawPosting{}
 	docLen := map[int64]int{}
 	nToken := 0
-	rows, err = conn.QueryContext(ctx, `SELECT term, doc, col FROM `+vocabTable)
+	rows, err := conn.QueryContext(ctx, `SELECT term, doc, col FROM `+vocabTable)
 	if err != nil {
-		return nil, fmt.Errorf("fts5vocab: %w", err)
+		return nil, nil, 0, fmt.Errorf("fts5vocab: %w", err)
 	}
 	var term, col sql.RawBytes
 	var doc int64
@@ -91,7 +112,7 @@ func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*b
 	for rows.Next() {
 		if err := rows.Scan(&term, &doc, &col); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, nil, 0, err
 		}
 		if cur == nil || string(term) != curTerm {
 			flush()
@@ -118,7 +139,7 @@ func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*b
 			npost++
 			if npost > maxIndexPostings {
 				rows.Close()
-				return nil, fmt.Errorf("more than %d postings", maxIndexPostings)
+				return nil, nil, 0, fmt.Errorf("more than %d postings", maxIndexPostings)
 			}
 		}
 		docLen[doc]++
@@ -127,9 +148,14 @@ func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*b
 	flush()
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
+	return raw, docLen, nToken, nil
+}
 
+// scorePostings turns the raw postings into bm25 scores by snapshot
+// position, dropping the rows the snapshot does not hold.
+func scorePostings(raw map[string][]rawPosting, docLen map[int64]int, pos map[int64]int32, nRow, nToken int) *bm25Index {
 	const k1, b = 1.2, 0.75
 	avgdl := float64(nToken) / float64(nRow)
 	ix := &bm25Index{terms: make(map[string][]posting, len(raw))}
@@ -152,7 +178,7 @@ func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*b
 		ix.terms[t] = out
 		ix.postings += len(out)
 	}
-	return ix, nil
+	return ix
 }
 
 // ftsToken maps a query term (a lowercased splitTerms token) to the token

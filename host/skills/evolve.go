@@ -300,94 +300,129 @@ func skillText(name, description string, tags []string, body string) string {
 }
 
 func (ev *Evolver) applyOne(ctx context.Context, sessionID string, p Proposal, created *int, rep *Report) error {
-	lib := ev.o.Lib
 	if n := tokens.Count(p.Body); n > MaxProposalBodyTokens {
 		ev.reject(ctx, sessionID, p, rep, fmt.Sprintf("body is %d tokens; at most %d", n, MaxProposalBodyTokens))
 		return nil
 	}
-	// Which skill does it concern?
-	target, exact := lib.snap.Load().byName[p.Name]
-	merge := false
-	if !exact {
-		if e, sim := lib.nearest(p.Name, p.Description, p.Tags, p.Body); e != nil {
-			target, merge = e, true
-			ev.o.Log.Info().Str("proposal", p.Name).Str("skill", e.skill.Name).Float64("similarity", sim.max()).Msg("skills: proposal is a near-duplicate; merging into the existing skill")
-		}
-	}
-	var current []Finding
-	if target != nil {
-		current = CheckText(skillText(target.skill.Name, target.skill.Description, target.skill.Tags, target.skill.Body))
-	}
-	if f := newFindings(CheckText(skillText(p.Name, p.Description, p.Tags, p.Body)), current); len(f) > 0 {
-		var reasons []string
-		for _, x := range f {
-			reasons = append(reasons, x.String())
-		}
-		ev.reject(ctx, sessionID, p, rep, "failed safety checks: "+strings.Join(reasons, "; "))
+	target, merge := ev.proposalTarget(p)
+	if reason := unsafeProposal(p, target); reason != "" {
+		ev.reject(ctx, sessionID, p, rep, reason)
 		return nil
 	}
 	now := ev.o.Now().UTC().Truncate(time.Second)
 	ev0 := Event{Source: "evolver", SessionID: sessionID, Reason: p.Rationale}
-
 	if target == nil {
-		if *created >= ev.o.MaxNewSkills {
-			ev.reject(ctx, sessionID, p, rep, fmt.Sprintf("more than skills.max_new_skills (%d) new skills in one run", ev.o.MaxNewSkills))
-			return nil
-		}
-		s := &Skill{Name: p.Name, Description: p.Description, Category: p.Category, Tags: p.Tags, Body: p.Body,
-			Status: StatusActive, Generation: 1, Source: "evolver", Created: now, Updated: now}
-		ev0.Action = "created"
-		if ev.o.Review == ReviewManual {
-			s.Status, ev0.Action = StatusPending, "proposed"
-		}
-		if _, err := lib.Save(ctx, s, ev0); err != nil {
-			return err
-		}
-		*created++
-		if s.Status == StatusPending {
-			rep.Pending = append(rep.Pending, s.Name)
-		} else {
-			rep.Created = append(rep.Created, s.Name)
-		}
-		return nil
+		return ev.createSkill(ctx, sessionID, p, created, rep, now, ev0)
 	}
-
 	cur := target.skill
 	if cur.Status == StatusDisabled {
 		ev.reject(ctx, sessionID, p, rep, fmt.Sprintf("skill %s is disabled by the user; not changed", cur.Name))
 		return nil
 	}
-	// The new version of the existing skill.
-	next := cur.Clone()
-	if merge {
-		body, changed := mergeBody(cur.Body, p.Body, now)
-		if !changed && tagsSubset(p.Tags, cur.Tags) {
-			rep.Unchanged = append(rep.Unchanged, cur.Name)
-			ev.o.Log.Info().Str("proposal", p.Name).Str("skill", cur.Name).Msg("skills: near-duplicate proposal adds nothing; skipped")
-			return nil
-		}
-		next.Body = body
-		next.Tags = unionTags(cur.Tags, p.Tags)
-		ev0.Action = "merged"
-		ev0.Reason = fmt.Sprintf("proposal %q merged: %s", p.Name, p.Rationale)
-	} else {
-		if p.Description == cur.Description && p.Body == cur.Body && slices.Equal(unionTags(cur.Tags, p.Tags), cur.Tags) {
-			rep.Unchanged = append(rep.Unchanged, cur.Name)
-			return nil
-		}
-		next.Description, next.Body = p.Description, p.Body
-		next.Tags = unionTags(cur.Tags, p.Tags)
-		if p.Category != "" && cur.Category == "general" {
-			next.Category = p.Category
-		}
-		ev0.Action = "updated"
+	next, changed := ev.revise(p, cur, merge, now, &ev0)
+	if !changed {
+		rep.Unchanged = append(rep.Unchanged, cur.Name)
+		return nil
 	}
 	if merged := skillText(next.Name, next.Description, next.Tags, next.Body); len(next.Body) > MaxProposalBodyChars*2 || tokens.Count(merged) > MaxProposalBodyTokens*2 {
 		ev.reject(ctx, sessionID, p, rep, fmt.Sprintf("the updated skill %s would be too long; propose a tighter rewrite", cur.Name))
 		return nil
 	}
+	return ev.saveRevision(ctx, cur, next, now, ev0, rep)
+}
 
-	// A pending new skill is still a proposal: revise it in place.
+// proposalTarget finds the skill a proposal concerns: the one of its name,
+// else a near-duplicate to merge it into (merge), else none (a new skill).
+func (ev *Evolver) proposalTarget(p Proposal) (target *entry, merge bool) {
+	target, exact := ev.o.Lib.snap.Load().byName[p.Name]
+	if exact {
+		return target, false
+	}
+	if e, sim := ev.o.Lib.nearest(p.Name, p.Description, p.Tags, p.Body); e != nil {
+		ev.o.Log.Info().Str("proposal", p.Name).Str("skill", e.skill.Name).Float64("similarity", sim.max()).Msg("skills: proposal is a near-duplicate; merging into the existing skill")
+		return e, true
+	}
+	return target, false
+}
+
+// unsafeProposal says why a proposal fails the safety checks ("" when it
+// passes): only findings the target skill does not already have count.
+func unsafeProposal(p Proposal, target *entry) string {
+	var current []Finding
+	if target != nil {
+		current = CheckText(skillText(target.skill.Name, target.skill.Description, target.skill.Tags, target.skill.Body))
+	}
+	f := newFindings(CheckText(skillText(p.Name, p.Description, p.Tags, p.Body)), current)
+	if len(f) == 0 {
+		return ""
+	}
+	var reasons []string
+	for _, x := range f {
+		reasons = append(reasons, x.String())
+	}
+	return "failed safety checks: " + strings.Join(reasons, "; ")
+}
+
+// createSkill saves a proposal as a new skill (pending under manual
+// review), within skills.max_new_skills per run.
+func (ev *Evolver) createSkill(ctx context.Context, sessionID string, p Proposal, created *int, rep *Report, now time.Time, ev0 Event) error {
+	if *created >= ev.o.MaxNewSkills {
+		ev.reject(ctx, sessionID, p, rep, fmt.Sprintf("more than skills.max_new_skills (%d) new skills in one run", ev.o.MaxNewSkills))
+		return nil
+	}
+	s := &Skill{Name: p.Name, Description: p.Description, Category: p.Category, Tags: p.Tags, Body: p.Body,
+		Status: StatusActive, Generation: 1, Source: "evolver", Created: now, Updated: now}
+	ev0.Action = "created"
+	if ev.o.Review == ReviewManual {
+		s.Status, ev0.Action = StatusPending, "proposed"
+	}
+	if _, err := ev.o.Lib.Save(ctx, s, ev0); err != nil {
+		return err
+	}
+	*created++
+	if s.Status == StatusPending {
+		rep.Pending = append(rep.Pending, s.Name)
+	} else {
+		rep.Created = append(rep.Created, s.Name)
+	}
+	return nil
+}
+
+// revise builds the new version of an existing skill from a proposal:
+// merged in (a near-duplicate) or replacing description and body. changed
+// is false when the proposal adds nothing.
+func (ev *Evolver) revise(p Proposal, cur *Skill, merge bool, now time.Time, ev0 *Event) (next *Skill, changed bool) {
+	next = cur.Clone()
+	if merge {
+		body, changed := mergeBody(cur.Body, p.Body, now)
+		if !changed && tagsSubset(p.Tags, cur.Tags) {
+			ev.o.Log.Info().Str("proposal", p.Name).Str("skill", cur.Name).Msg("skills: near-duplicate proposal adds nothing; skipped")
+			return nil, false
+		}
+		next.Body = body
+		next.Tags = unionTags(cur.Tags, p.Tags)
+		ev0.Action = "merged"
+		ev0.Reason = fmt.Sprintf("proposal %q merged: %s", p.Name, p.Rationale)
+		return next, true
+	}
+	if p.Description == cur.Description && p.Body == cur.Body && slices.Equal(unionTags(cur.Tags, p.Tags), cur.Tags) {
+		return nil, false
+	}
+	next.Description, next.Body = p.Description, p.Body
+	next.Tags = unionTags(cur.Tags, p.Tags)
+	if p.Category != "" && cur.Category == "general" {
+		next.Category = p.Category
+	}
+	ev0.Action = "updated"
+	return next, true
+}
+
+// saveRevision writes the new version of a skill. A pending new skill is
+// still a proposal: it is revised in place. A live skill gets it applied
+// (auto review) or proposed; skills the user wrote by hand, and skills with
+// an edit already waiting for review, only ever get proposals.
+func (ev *Evolver) saveRevision(ctx context.Context, cur, next *Skill, now time.Time, ev0 Event, rep *Report) error {
+	lib := ev.o.Lib
 	if cur.Status == StatusPending {
 		if _, err := lib.Update(ctx, cur.Name, true, ev0, func(s *Skill) error {
 			s.Description, s.Body, s.Tags, s.Category = next.Description, next.Body, next.Tags, next.Category
@@ -398,9 +433,6 @@ func (ev *Evolver) applyOne(ctx context.Context, sessionID string, p Proposal, c
 		rep.Pending = append(rep.Pending, cur.Name)
 		return nil
 	}
-	// Live skill: apply (auto review) or propose. Skills the user wrote by
-	// hand, and skills with an edit already waiting for review, only ever
-	// get proposals.
 	if ev.o.Review == ReviewManual || cur.Source == "user" || cur.Source == "" || cur.HasProposal {
 		next.Generation = cur.Generation + 1
 		next.Updated = now
