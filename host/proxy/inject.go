@@ -131,10 +131,7 @@ func spliceContent(fields []field, content []byte, block string, size int) ([]by
 			out = append(out, f.val...)
 			continue
 		}
-		out = append(out, content[:len(content)-1]...)
-		out = append(out, `\n\n`...)
-		out = jsonstr.AppendBody(out, block)
-		out = append(out, '"')
+		out = appendSpliced(out, content, block)
 	}
 	return append(out, '}'), true
 }
@@ -168,11 +165,16 @@ func appendToContent(content []byte, text string) []byte {
 
 // spliceString appends "\n\n"+text inside a JSON string literal.
 func spliceString(lit []byte, text string) []byte {
-	out := make([]byte, 0, len(lit)+len(text)+len(text)/8+16)
-	out = append(out, lit[:len(lit)-1]...)
-	out = append(out, `\n\n`...)
-	out = jsonstr.AppendBody(out, text)
-	return append(out, '"')
+	return appendSpliced(make([]byte, 0, len(lit)+len(text)+len(text)/8+16), lit, text)
+}
+
+// appendSpliced appends the JSON string literal lit with "\n\n"+text
+// added inside its closing quote.
+func appendSpliced(dst, lit []byte, text string) []byte {
+	dst = append(dst, lit[:len(lit)-1]...)
+	dst = append(dst, `\n\n`...)
+	dst = jsonstr.AppendBody(dst, text)
+	return append(dst, '"')
 }
 
 func mustJSON(v any) []byte {
