@@ -57,20 +57,10 @@ func (s *SQLite) CountUnread(ctx context.Context, f TurnFilter, pos ReadPosition
 	if err != nil {
 		return Backlog{}, err
 	}
+	cond, condArgs := f.conditions("t.", max(f.After, pos.Floor))
 	q := cursorsCTE + `SELECT COUNT(*), MIN(t.created_at) FROM turns t LEFT JOIN read_cursors c ON c.session_id = t.session_id
-WHERE t.id > ? AND t.status BETWEEN 200 AND 299 AND (c.last IS NULL OR t.id > c.last)`
-	args := []any{cur, max(f.After, pos.Floor)}
-	if !f.SideToo {
-		q += ` AND t.turn_type = 'main'`
-	}
-	if f.OfAgent {
-		q += ` AND t.agent = ? AND t.memory_scope = ?`
-		args = append(args, f.Agent, f.Scope)
-	}
-	if f.ExceptSession != "" {
-		q += ` AND t.session_id != ?`
-		args = append(args, f.ExceptSession)
-	}
+WHERE ` + cond + ` AND (c.last IS NULL OR t.id > c.last)`
+	args := append([]any{cur}, condArgs...)
 	var b Backlog
 	var oldest sql.NullInt64
 	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&b.Turns, &oldest); err != nil {

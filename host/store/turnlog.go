@@ -23,6 +23,25 @@ type TurnFilter struct {
 	Limit int
 }
 
+// conditions is f's WHERE clause over turns (columns prefixed with
+// prefix, "" or an alias and a dot) for turns after id, and its arguments.
+func (f TurnFilter) conditions(prefix string, after int64) (string, []any) {
+	q := prefix + `id > ? AND ` + prefix + `status BETWEEN 200 AND 299`
+	args := []any{after}
+	if !f.SideToo {
+		q += ` AND ` + prefix + `turn_type = 'main'`
+	}
+	if f.OfAgent {
+		q += ` AND ` + prefix + `agent = ? AND ` + prefix + `memory_scope = ?`
+		args = append(args, f.Agent, f.Scope)
+	}
+	if f.ExceptSession != "" {
+		q += ` AND ` + prefix + `session_id != ?`
+		args = append(args, f.ExceptSession)
+	}
+	return q, args
+}
+
 // TurnRef locates a recorded turn without its text.
 type TurnRef struct {
 	ID        int64
@@ -32,20 +51,8 @@ type TurnRef struct {
 
 // LearnableTurns implements TurnLog: the turns matching f, oldest first.
 func (s *SQLite) LearnableTurns(ctx context.Context, f TurnFilter) ([]TurnRef, error) {
-	q := `SELECT id, session_id, created_at FROM turns WHERE id > ? AND status BETWEEN 200 AND 299`
-	args := []any{f.After}
-	if !f.SideToo {
-		q += ` AND turn_type = 'main'`
-	}
-	if f.OfAgent {
-		q += ` AND agent = ? AND memory_scope = ?`
-		args = append(args, f.Agent, f.Scope)
-	}
-	if f.ExceptSession != "" {
-		q += ` AND session_id != ?`
-		args = append(args, f.ExceptSession)
-	}
-	q += ` ORDER BY id`
+	cond, args := f.conditions("", f.After)
+	q := `SELECT id, session_id, created_at FROM turns WHERE ` + cond + ` ORDER BY id`
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
