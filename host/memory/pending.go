@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -89,22 +90,29 @@ func lastTurnIDs(ctx context.Context, q queryer, sessions []string) (map[string]
 		if err != nil {
 			return nil, fmt.Errorf("memory: cursors: %w", err)
 		}
-		for rows.Next() {
-			var s string
-			var id int64
-			if err := rows.Scan(&s, &id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("memory: cursors: %w", err)
-			}
-			out[s] = id
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("memory: cursors: %w", err)
+		if err := scanCursors(rows, out); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// scanCursors reads rows of (session_id, last_turn_id) into out and
+// closes them.
+func scanCursors(rows *sql.Rows, out map[string]int64) error {
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		var id int64
+		if err := rows.Scan(&s, &id); err != nil {
+			return fmt.Errorf("memory: cursors: %w", err)
+		}
+		out[s] = id
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("memory: cursors: %w", err)
+	}
+	return nil
 }
 
 // sessionsOf lists the distinct sessions of refs in order, at most limit.
@@ -135,19 +143,7 @@ func readPosition(ctx context.Context, q queryer) (store.ReadPosition, error) {
 	if err != nil {
 		return pos, fmt.Errorf("memory: cursors: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var s string
-		var id int64
-		if err := rows.Scan(&s, &id); err != nil {
-			return pos, fmt.Errorf("memory: cursors: %w", err)
-		}
-		pos.Cursors[s] = id
-	}
-	if err := rows.Err(); err != nil {
-		return pos, fmt.Errorf("memory: cursors: %w", err)
-	}
-	return pos, nil
+	return pos, scanCursors(rows, pos.Cursors)
 }
 
 // ReadPosition gives retention memory's read position in the store t
