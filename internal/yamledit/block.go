@@ -183,37 +183,7 @@ func (t *textDoc) inlineText(val, old *yaml.Node) string {
 	if val.Kind == yaml.ScalarNode {
 		return t.r.scalar(val)
 	}
-	return t.flowKeep(val, old)
-}
-
-func (t *textDoc) flowKeep(n, old *yaml.Node) string {
-	if n.Kind == yaml.ScalarNode {
-		if s, ok := t.source(n, old); ok {
-			return s
-		}
-		return t.r.flowItem(n)
-	}
-	parts := make([]string, 0, len(n.Content))
-	if n.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			var ko, vo *yaml.Node
-			if old != nil && old.Kind == yaml.MappingNode {
-				if j := lastPair(old, n.Content[i].Value); j >= 0 {
-					ko, vo = old.Content[j], old.Content[j+1]
-				}
-			}
-			parts = append(parts, t.flowKeep(n.Content[i], ko)+": "+t.flowKeep(n.Content[i+1], vo))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
-	for i, it := range n.Content {
-		var o *yaml.Node
-		if old != nil && old.Kind == yaml.SequenceNode && i < len(old.Content) {
-			o = old.Content[i]
-		}
-		parts = append(parts, t.flowKeep(it, o))
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
+	return t.r.flowKeep(val, old, t.source)
 }
 
 // source is old's text when old is a one-line scalar of the current text

@@ -86,16 +86,42 @@ func libraryString(s string) string {
 
 // flow renders a collection in flow style on one line; collections inside
 // it are flow too.
-func (r renderer) flow(n *yaml.Node) string {
+func (r renderer) flow(n *yaml.Node) string { return r.flowKeep(n, nil, nil) }
+
+// flowKeep renders n in flow style; where old (the value n replaces) held
+// a scalar at the same place (same key, same index), keep may return the
+// text to write for it instead.
+func (r renderer) flowKeep(n, old *yaml.Node, keep func(n, old *yaml.Node) (string, bool)) string {
+	switch n.Kind {
+	case yaml.AliasNode:
+		return "*" + n.Value
+	case yaml.ScalarNode:
+		if keep != nil {
+			if s, ok := keep(n, old); ok {
+				return s
+			}
+		}
+		return r.flowItem(n)
+	}
 	parts := make([]string, 0, len(n.Content))
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			parts = append(parts, r.flowItem(n.Content[i])+": "+r.flowItem(n.Content[i+1]))
+			var ko, vo *yaml.Node
+			if old != nil && old.Kind == yaml.MappingNode {
+				if j := lastPair(old, n.Content[i].Value); j >= 0 {
+					ko, vo = old.Content[j], old.Content[j+1]
+				}
+			}
+			parts = append(parts, r.flowKeep(n.Content[i], ko, keep)+": "+r.flowKeep(n.Content[i+1], vo, keep))
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
-	for _, it := range n.Content {
-		parts = append(parts, r.flowItem(it))
+	for i, it := range n.Content {
+		var o *yaml.Node
+		if old != nil && old.Kind == yaml.SequenceNode && i < len(old.Content) {
+			o = old.Content[i]
+		}
+		parts = append(parts, r.flowKeep(it, o, keep))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
@@ -103,9 +129,6 @@ func (r renderer) flow(n *yaml.Node) string {
 // flowItem renders an element of a flow collection: a plain string that
 // holds a flow indicator (or a colon) is quoted there.
 func (r renderer) flowItem(n *yaml.Node) string {
-	if n.Kind != yaml.ScalarNode {
-		return r.flow(n)
-	}
 	s := r.scalar(n)
 	if n.ShortTag() == "!!str" && s == n.Value && strings.ContainsAny(s, ",[]{}:#") {
 		return jsonQuote(n.Value)
