@@ -22,6 +22,10 @@
 // Non-fatal findings (legacy keys, a secrets file readable by others, a
 // Python 0.0.0.0 bind downgraded to loopback) go to Config.Warnings.
 //
-// Set and Unset edit the files in place, keeping comments and key order,
-// write atomically, and never overwrite a file they cannot fully parse.
+// Set and Unset edit the files in place through internal/yamledit's Doc,
+// the one YAML editor (the client adapters use it too), for one-line and
+// block values alike: comments, key order, quoting and line ends are kept,
+// and an edit whose text would not re-parse to exactly the intended data
+// is refused. They write atomically, and never overwrite a file they
+// cannot fully parse.
 package config

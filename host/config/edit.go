@@ -46,12 +46,10 @@ func Set(home, key, value string) error {
 		if err := target.set(key, node); err != nil {
 			return err
 		}
-		other.remove(key)
-		for _, name := range otherNames(f) {
-			cfg.remove(name)
-			sec.remove(name)
+		if err := removeFrom([]*editFile{other}, key); err != nil {
+			return err
 		}
-		return nil
+		return removeFrom([]*editFile{cfg, sec}, otherNames(f)...)
 	})
 }
 
@@ -64,16 +62,24 @@ func Unset(home, key string) error {
 		if f == nil && !cfg.has(key) && !sec.has(key) {
 			return unknownKeyError(key)
 		}
-		cfg.remove(key)
-		sec.remove(key)
+		names := []string{key}
 		if f != nil {
-			for _, name := range otherNames(f) {
-				cfg.remove(name)
-				sec.remove(name)
+			names = append(names, otherNames(f)...)
+		}
+		return removeFrom([]*editFile{cfg, sec}, names...)
+	})
+}
+
+// removeFrom removes every name from every file (absent ones are no error).
+func removeFrom(files []*editFile, names ...string) error {
+	for _, name := range names {
+		for _, ef := range files {
+			if err := ef.remove(name); err != nil {
+				return err
 			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // isStrictHostKey: when the user touches the proxy bind or its key, a

@@ -390,25 +390,28 @@ func TestSetReplacesPythonName(t *testing.T) {
 	}
 }
 
-// Text patching falls back to re-encoding the tree where it cannot edit
-// in place; the result must still mean what was asked.
-func TestSetFallbackShapes(t *testing.T) {
-	tests := []struct{ name, content, key, value string }{
-		{"flow section", "llm: {provider: kimi, model_id: a}\n", "llm.model_id", "b"},
-		{"empty flow section", "openrouter: {}\n", "openrouter.route", "price"},
-		{"block list replaced by flow", "openrouter:\n  fallback_models:\n    - a\n    - b\n", "openrouter.fallback_models", "c"},
-		{"block scalar", "llm:\n  model_id: |\n    multi\n  provider: p\n", "llm.model_id", "one"},
-		{"null section word", "log: ~\n", "log.level", "debug"},
-		{"null section with comment", "log: null  # later\n", "log.level", "debug"},
-		{"empty value", "llm:\n  model_id:\n", "llm.model_id", "m"},
-		{"empty value with comment", "llm:\n  model_id:   # fill me\n", "llm.model_id", "m"},
-		{"no trailing newline", "llm:\n  provider: p", "llm.model_id", "m"},
-		{"comment only", "# just a comment", "mode", "rl"},
-		{"crlf", "mode: auto\r\nllm:\r\n  provider: p\r\n", "llm.model_id", "m"},
-		{"document marker", "---\nmode: auto\n...\n", "llm.model_id", "m"},
-		{"quoted key", "\"llm\":\n  'model_id': a\n", "llm.model_id", "b"},
-		{"unicode before value", "llm:\n  provider: \"ñandú\"\n  model_id: a # é\n", "llm.model_id", "b"},
-		{"tagged value", "llm:\n  model_id: !!str 123\n", "llm.model_id", "b"},
+// TestSetOddShapes: shapes beyond a plain `key: value` line are patched in
+// place too (yamledit.Doc never re-encodes the file), and the result
+// still means what was asked.
+func TestSetOddShapes(t *testing.T) {
+	tests := []struct{ name, content, key, value, want string }{
+		{"flow section", "llm: {provider: kimi, model_id: a}  # c\n", "llm.model_id", "b", "llm: {provider: kimi, model_id: b}  # c\n"},
+		{"new key in a flow section", "llm: {provider: 'kimi'}\n", "llm.model_id", "b", "llm: {provider: 'kimi', model_id: b}\n"},
+		{"empty flow section", "openrouter: {}\n", "openrouter.route", "price", "openrouter:\n  route: price\n"},
+		{"block list replaced by flow", "openrouter:\n  fallback_models:\n    - a\n    - b\n", "openrouter.fallback_models", "c",
+			"openrouter:\n  fallback_models: [c]\n"},
+		{"block scalar", "llm:\n  model_id: |\n    multi\n  provider: p\n", "llm.model_id", "one", "llm:\n  model_id: one\n  provider: p\n"},
+		{"null section word", "log: ~\n", "log.level", "debug", "log:\n  level: debug\n"},
+		{"null section with comment", "log: null  # later\n", "log.level", "debug", "log:  # later\n  level: debug\n"},
+		{"empty value", "llm:\n  model_id:\n", "llm.model_id", "m", "llm:\n  model_id: m\n"},
+		{"empty value with comment", "llm:\n  model_id:   # fill me\n", "llm.model_id", "m", "llm:\n  model_id: m   # fill me\n"},
+		{"no trailing newline", "llm:\n  provider: p", "llm.model_id", "m", "llm:\n  provider: p\n  model_id: m\n"},
+		{"comment only", "# just a comment", "mode", "rl", "# just a comment\nmode: rl\n"},
+		{"crlf", "mode: auto\r\nllm:\r\n  provider: p\r\n", "llm.model_id", "m", "mode: auto\r\nllm:\r\n  provider: p\r\n  model_id: m\r\n"},
+		{"document marker", "---\nmode: auto\n...\n", "llm.model_id", "m", "---\nmode: auto\nllm:\n  model_id: m\n...\n"},
+		{"quoted key", "\"llm\":\n  'model_id': a\n", "llm.model_id", "b", "\"llm\":\n  'model_id': b\n"},
+		{"unicode before value", "llm:\n  provider: \"ñandú\"\n  model_id: a # é\n", "llm.model_id", "b", "llm:\n  provider: \"ñandú\"\n  model_id: b # é\n"},
+		{"tagged value", "llm:\n  model_id: !!str 123\n", "llm.model_id", "b", "llm:\n  model_id: b\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -416,14 +419,38 @@ func TestSetFallbackShapes(t *testing.T) {
 			if err := Set(home, tt.key, tt.value); err != nil {
 				t.Fatal(err)
 			}
+			if got := readFile(t, filepath.Join(home, ConfigFile)); got != tt.want {
+				t.Fatalf("file %q, want %q", got, tt.want)
+			}
 			c, err := LoadWith(home, noEnv)
 			if err != nil {
-				t.Fatalf("result does not load: %v\n%s", err, readFile(t, filepath.Join(home, ConfigFile)))
+				t.Fatalf("result does not load: %v", err)
 			}
 			if got, _ := c.Get(tt.key); got != tt.value {
-				t.Fatalf("%s = %q\n%s", tt.key, got, readFile(t, filepath.Join(home, ConfigFile)))
+				t.Fatalf("%s = %q", tt.key, got)
 			}
 		})
+	}
+}
+
+// TestUnsetOddShapes: removing a key from a flow section rewrites only the
+// braces; a shape the editor cannot patch as meant is refused, not
+// re-encoded, and nothing is written.
+func TestUnsetOddShapes(t *testing.T) {
+	home := writeHome(t, map[string]string{ConfigFile: "mode: rl  # keep\nllm: {provider: kimi, model_id: a}\n"})
+	if err := Unset(home, "llm.model_id"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(home, ConfigFile)); got != "mode: rl  # keep\nllm: {provider: kimi}\n" {
+		t.Fatalf("got %q", got)
+	}
+	const anchored = "llm: &l\n  provider: kimi\n  model_id: a\nrl:\n  model: x\n"
+	home = writeHome(t, map[string]string{ConfigFile: anchored})
+	if err := Unset(home, "llm.model_id"); err == nil || !strings.Contains(err.Error(), "anchor") {
+		t.Fatalf("unset inside an anchored section: %v", err)
+	}
+	if got := readFile(t, filepath.Join(home, ConfigFile)); got != anchored {
+		t.Fatalf("file changed: %q", got)
 	}
 }
 

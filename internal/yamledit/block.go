@@ -18,12 +18,13 @@ import (
 type textDoc struct {
 	src  []byte
 	tree *yaml.Node
-	ls   lines // 0-based here, each with its terminator
+	want *yaml.Node // the intended data after this edit
+	ls   lines      // 0-based here, each with its terminator
 	r    renderer
 }
 
-func (d *Doc) text() *textDoc {
-	return &textDoc{src: d.src, tree: d.tree, ls: splitLines(d.src), r: renderer{nl: d.nl, unit: d.unit}}
+func (d *Doc) text(want *yaml.Node) *textDoc {
+	return &textDoc{src: d.src, tree: d.tree, want: want, ls: splitLines(d.src), r: renderer{nl: d.nl, unit: d.unit, quoting: d.quoting}}
 }
 
 func (t *textDoc) out() []byte { return t.ls.bytes() }
@@ -109,7 +110,7 @@ func (t *textDoc) replaceLines(from, to int, text string) {
 // insertAfter inserts text (whole lines) after line i (0-based).
 func (t *textDoc) insertAfter(i int, text string) {
 	i = min(i, len(t.ls)-1)
-	if i >= 0 && !strings.HasSuffix(t.ls[i], "\n") {
+	if i >= 0 && !endsLine(t.ls[i]) {
 		t.ls[i] += t.r.nl
 	}
 	t.replaceLines(i+1, i, text)
@@ -133,7 +134,7 @@ func (t *textDoc) set(path []string, val *yaml.Node) ([]byte, error) {
 	}
 	if m == nil { // empty document, maybe only comments: append
 		text := t.r.pair(path[0], nest(path[1:], val), 0)
-		if len(t.src) > 0 && !strings.HasSuffix(string(t.src), "\n") {
+		if len(t.src) > 0 && !endsLine(string(t.src)) {
 			text = t.r.nl + text
 		}
 		return append(append([]byte(nil), t.src...), text...), nil
@@ -155,11 +156,58 @@ func (t *textDoc) set(path []string, val *yaml.Node) ([]byte, error) {
 			m = v
 		case IsNull(v) || (v.Kind == yaml.MappingNode && len(v.Content) == 0):
 			return t.replaceValue(k, v, nest(path[i+1:], val))
+		case v.Kind == yaml.MappingNode:
+			return t.rewriteFlow(k, v, path[:i+1])
 		default:
 			return nil, fmt.Errorf("%s is not a block mapping; change it by hand", strings.Join(path[:i+1], "."))
 		}
 	}
 	return nil, errors.New("unreachable")
+}
+
+// rewriteFlow writes the flow collection v (the value of key k at path)
+// again from the intended data: an edit inside `{a: 1, b: 2}` rewrites
+// the braces, which hold no comments.
+func (t *textDoc) rewriteFlow(k, v *yaml.Node, path []string) ([]byte, error) {
+	nv, ok := walkValue(t.want, path)
+	if !ok || nv.Kind != v.Kind || nv.Style&yaml.FlowStyle == 0 {
+		return nil, fmt.Errorf("%s is not a block mapping; change it by hand", strings.Join(path, "."))
+	}
+	return t.replaceValue(k, v, nv)
+}
+
+// inlineText renders an inline value replacing old. In a flow collection,
+// every scalar that old already held at the same place (same key, same
+// index) keeps its spelling from the text.
+func (t *textDoc) inlineText(val, old *yaml.Node) string {
+	if val.Kind == yaml.ScalarNode {
+		return t.r.scalar(val)
+	}
+	return t.r.flowKeep(val, old, t.source)
+}
+
+// source is old's text when old is a one-line scalar of the current text
+// holding the same value as n.
+func (t *textDoc) source(n, old *yaml.Node) (string, bool) {
+	if old == nil || old.Kind != yaml.ScalarNode || old.Line < 1 || old.Line > len(t.ls) ||
+		old.Style&(yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) != 0 || !sameNode(old, n) {
+		return "", false
+	}
+	b := t.body(old.Line - 1)
+	from := byteCol(b, old.Column)
+	if from < 0 {
+		return "", false
+	}
+	if old.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 { // plain: the text is the value
+		if old.Value != "" && strings.HasPrefix(b[from:], old.Value) {
+			return old.Value, true
+		}
+		return "", false
+	}
+	if to := spanEnd(b, from, old); to > from {
+		return b[from:to], true
+	}
+	return "", false
 }
 
 // nest wraps val in mappings named by keys.
@@ -215,11 +263,12 @@ func (t *textDoc) replaceValue(k, old, val *yaml.Node) ([]byte, error) {
 	line, eol := t.ls.content(kl + 1)
 	ind := t.keyIndent(k)
 	sameLine := old.Line == k.Line && !(IsNull(old) && old.Value == "")
-	if val.Kind == yaml.ScalarNode && sameLine && old.Kind == yaml.ScalarNode &&
-		old.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 && t.endLine(old, ind) == kl {
+	oneLine := old.Kind == yaml.ScalarNode && old.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 ||
+		old.Kind != yaml.ScalarNode && old.Style&yaml.FlowStyle != 0
+	if t.r.inline(val) && sameLine && oneLine && t.endLine(old, ind) == kl {
 		from := byteCol(line, old.Column)
 		if to := spanEnd(line, max(from, 0), old); from >= 0 && to >= 0 {
-			text := t.r.scalar(val)
+			text := t.inlineText(val, old)
 			if line[from:to] == text {
 				return t.out(), nil
 			}
@@ -254,7 +303,7 @@ func (t *textDoc) replaceValue(k, old, val *yaml.Node) ([]byte, error) {
 	}
 	var text string
 	if t.r.inline(val) {
-		text = line[:ce] + " " + t.r.scalar(val) + comment + t.r.nl
+		text = line[:ce] + " " + t.inlineText(val, old) + comment + t.r.nl
 	} else {
 		text = line[:ce] + comment + t.r.nl + t.r.block(val, ind+t.r.unit)
 	}
@@ -280,5 +329,41 @@ func (t *textDoc) upsert(seq *yaml.Node, idx int, item *yaml.Node) ([]byte, erro
 		return nil, errors.New("unusual layout of the sequence; change it by hand")
 	}
 	t.replaceLines(start, t.endLine(it, dash), t.r.item(item, dash))
+	return t.out(), nil
+}
+
+// delete removes the pair at path, or the section it would leave empty
+// (never the top level): its lines go, with the comments indented under
+// it. Inside a flow collection, the outermost flow collection on the path
+// is written again from the intended data.
+func (t *textDoc) delete(path []string) ([]byte, error) {
+	steps, ok := walkPath(t.tree, path)
+	if !ok {
+		return nil, errors.New("cannot locate the key; change it by hand")
+	}
+	lvl := deleteLevel(steps)
+	for i, s := range steps[:lvl+1] {
+		if i > 0 {
+			if pv := steps[i-1].m.Content[steps[i-1].idx+1]; pv != s.m || pv.Anchor != "" {
+				return nil, fmt.Errorf("%s uses a YAML anchor or alias; change it by hand", strings.Join(path[:i], "."))
+			}
+		}
+		if s.m.Style&yaml.FlowStyle == 0 {
+			continue
+		}
+		if i == 0 {
+			return nil, errors.New("the document is a flow mapping; change it by hand")
+		}
+		p := steps[i-1]
+		return t.rewriteFlow(p.m.Content[p.idx], s.m, path[:i])
+	}
+	s := steps[lvl]
+	k, v := s.m.Content[s.idx], s.m.Content[s.idx+1]
+	if !t.ls.keyStartsLine(k) {
+		return nil, fmt.Errorf("unusual layout at %s; change it by hand", strings.Join(path[:lvl+1], "."))
+	}
+	ind := t.keyIndent(k)
+	end := t.absorbComments(max(k.Line-1, t.endLine(v, ind)), ind)
+	t.replaceLines(k.Line-1, end, "")
 	return t.out(), nil
 }

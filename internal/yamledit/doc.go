@@ -1,7 +1,6 @@
 package yamledit
 
-// Doc: the checked, step-by-step editor for callers that must never write
-// a file that does not say what they meant (the client adapters).
+// Doc: the checked, step-by-step editor (the package's only editor).
 
 import (
 	"bytes"
@@ -20,11 +19,12 @@ import (
 // is refused with an error and the document stays as it was. There is no
 // re-encoding fallback.
 type Doc struct {
-	src  []byte
-	tree *yaml.Node // src parsed (positions); nil for an empty document
-	want *yaml.Node // the intended data: src's tree with every edit applied
-	nl   string     // the file's line terminator
-	unit int        // the file's indentation step
+	src     []byte
+	tree    *yaml.Node // src parsed (positions); nil for an empty document
+	want    *yaml.Node // the intended data: src's tree with every edit applied
+	nl      string     // the file's line terminator
+	unit    int        // the file's indentation step
+	quoting Quoting    // how new unstyled strings are written
 }
 
 // Open parses src for editing. An empty or comment-only document is an
@@ -51,6 +51,16 @@ func Open(src []byte) (*Doc, error) {
 
 func emptyDoc() *yaml.Node {
 	return &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
+}
+
+// SetQuoting chooses how later edits write new strings (QuoteSafe unless
+// told otherwise).
+func (d *Doc) SetQuoting(q Quoting) { d.quoting = q }
+
+// Has reports whether path (mapping keys) is present.
+func (d *Doc) Has(path []string) bool {
+	_, ok := walkPath(d.tree, path)
+	return ok
 }
 
 // Bytes is the current text.
@@ -90,11 +100,32 @@ func (d *Doc) Set(path []string, val *yaml.Node) error {
 	if err := treeSet(want, path, val); err != nil {
 		return err
 	}
-	out, err := d.text().set(path, val)
+	out, err := d.text(want).set(path, val)
 	if err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(path, "."), err)
 	}
 	return d.commit(out, want)
+}
+
+// Delete removes path, and a section that becomes empty because of it
+// (never the top level). changed is false, and the text stays as it is,
+// when path is absent.
+func (d *Doc) Delete(path []string) (changed bool, err error) {
+	if len(path) == 0 || !d.Has(path) {
+		return false, nil
+	}
+	want := cloneNode(d.want)
+	if !treeDelete(want, path) {
+		return false, fmt.Errorf("%s: the text and the data disagree; change it by hand", strings.Join(path, "."))
+	}
+	out, err := d.text(want).delete(path)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", strings.Join(path, "."), err)
+	}
+	if err := d.commit(out, want); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // UpsertItem replaces the mapping item of the sequence at path whose
@@ -121,7 +152,7 @@ func (d *Doc) UpsertItem(path []string, matchKey string, item *yaml.Node) error 
 		if err := treeSet(want, path, list); err != nil {
 			return err
 		}
-		out, err := d.text().set(path, list)
+		out, err := d.text(want).set(path, list)
 		if err != nil {
 			return fmt.Errorf("%s: %w", strings.Join(path, "."), err)
 		}
@@ -143,7 +174,7 @@ func (d *Doc) UpsertItem(path []string, matchKey string, item *yaml.Node) error 
 	if cur == nil || cur.Kind != yaml.SequenceNode || len(cur.Content) != len(seq.Content)-boolInt(idx < 0) {
 		return fmt.Errorf("%s: the text and the data disagree; change it by hand", strings.Join(path, "."))
 	}
-	out, err := d.text().upsert(cur, idx, item)
+	out, err := d.text(want).upsert(cur, idx, item)
 	if err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(path, "."), err)
 	}

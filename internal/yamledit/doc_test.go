@@ -97,6 +97,10 @@ func TestDoc(t *testing.T) {
 			"# only a comment",
 			[]docEdit{{path: "a.b", val: str("c")}},
 			"# only a comment\na:\n  b: c\n"},
+		{"flow mapping on the path is written again",
+			"model: {default: x, n: 1}  # c\n",
+			[]docEdit{{path: "model.provider", val: str("--agent")}},
+			"model: {default: x, n: 1, provider: \"--agent\"}  # c\n"},
 		{"the same value keeps the file's spelling",
 			"t: 0x0A\ns: 'x'\n",
 			[]docEdit{{path: "t", val: intNode("10")}, {path: "s", val: str("x")}},
@@ -128,7 +132,7 @@ func TestDocRefuses(t *testing.T) {
 		edit      docEdit
 		msg       string
 	}{
-		{"flow mapping on the path", "model: {default: x}\n", docEdit{path: "model.provider", val: str("p")}, "not a block mapping"},
+		{"flow mapping at the top", "{default: x}\n", docEdit{path: "provider", val: str("p")}, "flow mapping"},
 		{"flow sequence to upsert into", "l: [a]\n", docEdit{path: "l", key: "name", val: mapping(str("name"), str("n"))}, "not a block sequence"},
 		{"anchor", "a: &x 1\nb: *x\n", docEdit{path: "a", val: str("2")}, "anchor"},
 		{"scalar on the path", "a: 3\n", docEdit{path: "a.b", val: str("v")}, "not a section"},
@@ -176,16 +180,15 @@ func TestDocCommitChecks(t *testing.T) {
 	}
 }
 
-// TestSetBlockValue: the one-shot Set patches block values through Doc
-// instead of re-encoding the file (comments and blank lines stay).
+// TestSetBlockValue: block values replace a one-line value in the file's
+// indentation; comments and blank lines stay.
 func TestSetBlockValue(t *testing.T) {
-	src := "# top\nskills:\n  dirs: [a]   # where\n\n  other: 1\n"
-	got, err := Set([]byte(src), []string{"skills", "dirs"}, list("b", "c"))
-	if err != nil {
+	d := configDoc(t, "# top\nskills:\n  dirs: [a]   # where\n\n  other: 1\n")
+	if err := d.Set([]string{"skills", "dirs"}, list("b", "c")); err != nil {
 		t.Fatal(err)
 	}
 	want := "# top\nskills:\n  dirs:   # where\n    - b\n    - c\n\n  other: 1\n"
-	if string(got) != want {
+	if got := string(d.Bytes()); got != want {
 		t.Fatalf("got\n%q\nwant\n%q", got, want)
 	}
 }

@@ -1,18 +1,17 @@
 // Package yamledit edits one YAML document in place and keeps what the
-// user wrote: comments, key order, quoting and every unrelated byte. It is
-// the project's one YAML editor.
+// user wrote: comments, key order, quoting, line ends and every unrelated
+// byte. It is the project's one YAML editor, used by the client adapters
+// (adapters/internal/edit) and by `metaclaw config set/unset`
+// (host/config), for one-line and block values alike.
 //
-// Doc (doc.go) is the checked editor for files that must never say
-// something else than meant (the client adapters): every step is a text
-// patch that is re-parsed and compared with the intended data, or refused.
-//
-// Set and Delete below are one-shot edits for MetaClaw's own config. Every
-// change is made twice. First on the node tree (always possible, but
-// re-encoding loses blank lines and comment spacing), then as a minimal
-// text patch located through the nodes' line/column positions. The patch is
-// used when it parses to exactly the same data as the tree edit; otherwise
-// the re-encoded tree is returned, so an edit never silently means
-// something else than asked.
+// Doc (doc.go) is that editor: every step (Set, Delete, UpsertItem) is a
+// minimal text patch located through the parsed nodes' line/column
+// positions, then re-parsed and compared with the intended data (the
+// previous data plus the edit). A patch that would say anything else is
+// refused with an error and the text is left as it was; nothing is ever
+// re-encoded from the node tree. New strings are quoted by the Doc's
+// Quoting (QuoteSafe for the adapters, QuoteMinimal for MetaClaw's own
+// config), and a replaced value keeps its quote style.
 //
 // It depends on the YAML library only, so both host/ and adapters/ may use it.
 package yamledit
@@ -22,13 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// ErrNotSection is wrapped by Set when the path runs through a value that
+// ErrNotSection is wrapped by Doc.Set when the path runs through a value that
 // is not a mapping.
 var ErrNotSection = errors.New("not a section")
 
@@ -67,74 +64,6 @@ func Parse(src []byte) (doc *yaml.Node, err error) {
 	return &n, nil
 }
 
-// Has reports whether path (mapping keys) is present in src.
-func Has(src []byte, path []string) bool {
-	doc, err := Parse(src)
-	if err != nil || doc == nil {
-		return false
-	}
-	_, ok := walkPath(doc, path)
-	return ok
-}
-
-// Set returns src with path set to val, creating sections as needed. The
-// old value's comments and quoting are kept. val may be modified.
-func Set(src []byte, path []string, val *yaml.Node) ([]byte, error) {
-	if len(path) == 0 {
-		return nil, errors.New("yamledit: empty path")
-	}
-	tree, err := Parse(src)
-	if err != nil {
-		return nil, err
-	}
-	if tree == nil {
-		tree = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
-	}
-	unit := indentUnit(tree)
-	if err := treeSet(tree, path, val); err != nil {
-		return nil, err
-	}
-	want, err := Encode(tree, unit)
-	if err != nil {
-		return nil, fmt.Errorf("render YAML: %w", err)
-	}
-	fresh, _ := Parse(src)
-	patched, ok := patchSet(src, fresh, path, inlineText(val), unit)
-	if !ok { // a block value, or a shape the one-line patch does not handle
-		patched, ok = docSet(src, path, val)
-	}
-	return chooseText(patched, ok, want), nil
-}
-
-// Delete returns src without path, and without a section that becomes
-// empty because of it (never the top level). changed is false, and src
-// is returned as is, when path is absent.
-func Delete(src []byte, path []string) (out []byte, changed bool, err error) {
-	tree, err := Parse(src)
-	if err != nil {
-		return nil, false, err
-	}
-	if tree == nil || len(path) == 0 || !treeDelete(tree, path) {
-		return src, false, nil
-	}
-	want, err := Encode(tree, indentUnit(tree))
-	if err != nil {
-		return nil, false, fmt.Errorf("render YAML: %w", err)
-	}
-	fresh, _ := Parse(src)
-	patched, ok := patchDelete(src, fresh, path)
-	return chooseText(patched, ok, want), true, nil
-}
-
-// docSet patches through Doc (block values in the file's indentation).
-func docSet(src []byte, path []string, val *yaml.Node) ([]byte, bool) {
-	d, err := Open(src)
-	if err != nil || d.Set(path, cloneNode(val)) != nil {
-		return nil, false
-	}
-	return d.Bytes(), true
-}
-
 // Encode renders n with the given indentation step.
 func Encode(n *yaml.Node, indent int) ([]byte, error) {
 	var b bytes.Buffer
@@ -147,43 +76,6 @@ func Encode(n *yaml.Node, indent int) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
-}
-
-// chooseText prefers the text patch when it means the same as the tree edit.
-func chooseText(patched []byte, ok bool, want []byte) []byte {
-	if ok && sameYAML(patched, want) {
-		return patched
-	}
-	return want
-}
-
-func sameYAML(a, b []byte) bool {
-	var x, y any
-	if yaml.Unmarshal(a, &x) != nil || yaml.Unmarshal(b, &y) != nil {
-		return false
-	}
-	norm := func(v any) any {
-		if v == nil {
-			return map[string]any{}
-		}
-		return v
-	}
-	return reflect.DeepEqual(norm(x), norm(y))
-}
-
-// inlineText renders a value node on one line, or "" if it cannot be.
-func inlineText(val *yaml.Node) string {
-	n := *val
-	n.HeadComment, n.LineComment, n.FootComment = "", "", ""
-	out, err := Encode(&n, 2)
-	if err != nil {
-		return ""
-	}
-	s := strings.TrimSuffix(string(out), "\n")
-	if strings.Contains(s, "\n") {
-		return ""
-	}
-	return s
 }
 
 // Resolve follows an alias chain (bounded) to the node it names.
