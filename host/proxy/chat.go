@@ -40,6 +40,9 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		t := &turn{start: time.Now(), clientAPI: api, ctx: r.Context()}
 		defer s.o.Core.Answering()() // learning waits for a gap (core.WaitForGap)
+		step := phase{ctx: t.ctx}
+		defer step.end()
+		step.to("metaclaw.request.parse")
 		body, err := readBody(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes), r.ContentLength, s.o.MaxBodyBytes)
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -81,9 +84,10 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 		if t.passThrough {
 			// `metaclaw disable`: forward as is.
 		} else if t.id.turnType == core.TurnMain && !t.req.alreadyInjected() {
-			t.inj = s.o.Core.Context(r.Context(), core.Query{
-				Agent: t.id.agent, SessionID: t.id.session, Scope: t.id.scope, UserTexts: t.req.recentUserTexts(3),
-			})
+			q := core.Query{Agent: t.id.agent, SessionID: t.id.session, Scope: t.id.scope, UserTexts: t.req.recentUserTexts(3)}
+			step.to("metaclaw.context")
+			t.inj = s.o.Core.Context(r.Context(), q)
+			step.to("metaclaw.request.prepare")
 			t.req.inject(t.inj.Block)
 		} else if t.id.turnType == core.TurnMain {
 			s.hookInjection(r, t)
@@ -113,6 +117,7 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 			s.fail(w, t, http.StatusBadRequest, "cannot translate request: "+err.Error())
 			return
 		}
+		step.end()
 		s.forward(w, r, t, out, dropUsage)
 	}
 }
@@ -181,7 +186,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body [
 	s.setUpstreamAuth(req, r)
 	t.sentKey = sentKey(req)
 
+	step := phase{ctx: ctx}
+	step.to("metaclaw.upstream")
 	resp, err := s.send(t, req, body)
+	step.end()
 	if err != nil {
 		switch {
 		case r.Context().Err() != nil:
@@ -230,6 +238,9 @@ func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response)
 func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, t *turn, resp *http.Response) {
 	body := newIdleReader(resp.Body, s.o.UpstreamTimeout, cancel)
 	defer body.stop()
+	step := phase{ctx: ctx}
+	defer step.end()
+	step.to("metaclaw.answer.read")
 	raw, err := io.ReadAll(io.LimitReader(body, s.o.MaxAnswerBytes+1))
 	if err != nil {
 		switch {
@@ -249,6 +260,7 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 		s.relayOversized(ctx, w, t, resp, raw, body)
 		return
 	}
+	step.to("metaclaw.answer.parse")
 	sum, serr := apiformat.SummarizeResponse(s.o.UpstreamAPI, raw)
 	if serr == nil {
 		serr = checkAnswer(s.o.UpstreamAPI, raw)
@@ -274,7 +286,9 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 	t.recordSummary(sum)
 	// Durable before the client can see the answer (and send its next turn,
 	// which keeps turn order too).
+	step.to("metaclaw.record")
 	s.observe(ctx, t)
+	step.to("metaclaw.answer.write")
 	cw := newClientWriter(w, s.o.ClientWriteTimeout)
 	defer cw.release()
 	w.Header().Set("Content-Type", "application/json")
