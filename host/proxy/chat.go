@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
@@ -75,7 +76,7 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 		t.rec = &store.Turn{
 			SessionID: t.id.session, Agent: t.id.agent, TurnType: t.id.turnType,
 			ClientAPI: string(api), UpstreamAPI: string(s.o.UpstreamAPI), Model: t.req.model, Stream: t.req.stream,
-			RequestJSON: string(body), UserID: t.id.scope.UserID, WorkspaceID: t.id.scope.WorkspaceID, MemoryScope: t.id.scope.Key(),
+			RequestJSON: frozenString(body), UserID: t.id.scope.UserID, WorkspaceID: t.id.scope.WorkspaceID, MemoryScope: t.id.scope.Key(),
 		}
 		t.body = body
 		defer s.finish(t)
@@ -121,6 +122,12 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 		s.forward(w, r, t, out, dropUsage)
 	}
 }
+
+// frozenString is b as a string without a copy (the request body: 6 KB
+// and up on an agent's turn). The body is never written after it is read:
+// parsing slices it, injection and encoding write new buffers, and
+// redaction (scrub.go) returns a new one when it changes anything.
+func frozenString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // ensureStreamUsage asks an OpenAI upstream for the usage chunk so the turn
 // can be recorded with token counts; it reports whether the client did not
@@ -241,7 +248,7 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 	step := phase{ctx: ctx}
 	defer step.end()
 	step.to("metaclaw.answer.read")
-	raw, err := io.ReadAll(io.LimitReader(body, s.o.MaxAnswerBytes+1))
+	raw, err := readBody(io.LimitReader(body, s.o.MaxAnswerBytes+1), resp.ContentLength, s.o.MaxAnswerBytes+1)
 	if err != nil {
 		switch {
 		case body.stalled():
@@ -261,10 +268,10 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 		return
 	}
 	step.to("metaclaw.answer.parse")
-	sum, serr := apiformat.SummarizeResponse(s.o.UpstreamAPI, raw)
-	if serr == nil {
-		serr = checkAnswer(s.o.UpstreamAPI, raw)
-	}
+	// One decode both summarises the answer and tells a response of the
+	// upstream's format from an HTML page from a captive proxy, a
+	// truncated body, or an error object some gateways send with 200.
+	sum, serr := apiformat.SummarizeAnswer(s.o.UpstreamAPI, raw)
 	if serr != nil {
 		s.unparseableAnswer(w, t, serr)
 		return
