@@ -210,7 +210,7 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	for _, t := range targets {
 		u := t.url + "/v1/chat/completions"
 		runLoaded(client, u, loadedBodies(200, 99, t.block), 99) // warm-up
-		bodies := loadedBodies(n, 7, t.block) // built before the counters start
+		bodies := loadedBodies(n, 7, t.block)                    // built before the counters start
 		stop := func() {}
 		if strings.HasPrefix(t.name, "metaclaw") {
 			stop = startProfile(cpuProfile, blockProfile, memProfile, traceFile)
