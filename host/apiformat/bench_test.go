@@ -114,3 +114,15 @@ func BenchmarkSSELargeEvents(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSummarizeAnswer is the proxy's one decode of every
+// non-streaming answer (summary for the turn, shape check).
+func BenchmarkSummarizeAnswer(b *testing.B) {
+	answer := []byte(`{"id":"chatcmpl-fake","object":"chat.completion","created":1764472580,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Here is the change you asked for, with a test."},"finish_reason":"stop"}],"usage":{"prompt_tokens":1500,"completion_tokens":12,"total_tokens":1512}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := SummarizeAnswer(OpenAI, answer); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

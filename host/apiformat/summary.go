@@ -11,11 +11,55 @@ import (
 
 // SummarizeResponse summarises a non-streaming response body in api's format.
 func SummarizeResponse(api API, body []byte) (Summary, error) {
+	s, _, err := decodeAnswer(api, body)
+	return s, err
+}
+
+// SummarizeAnswer is SummarizeResponse for an answer about to be relayed:
+// it also refuses a body that decodes but is not a response of api's
+// format (OpenAI: no "choices" array; Anthropic: neither a "message" nor a
+// "content" array; either: an "error" member, which some gateways send
+// with status 200), in the same single decode.
+func SummarizeAnswer(api API, body []byte) (Summary, error) {
+	s, shape, err := decodeAnswer(api, body)
+	if err != nil {
+		return s, err
+	}
+	if e := bytes.TrimSpace(shape.err); len(e) > 0 && string(e) != "null" {
+		return s, fmt.Errorf("it carries an error: %s", cut(string(e), 300))
+	}
+	switch {
+	case api == Anthropic && shape.typ != "message" && !shape.list:
+		return s, fmt.Errorf(`no "content" array`)
+	case api == OpenAI && !shape.list:
+		return s, fmt.Errorf(`no "choices" array`)
+	}
+	return s, nil
+}
+
+// answerShape is what SummarizeAnswer checks beside the summary.
+type answerShape struct {
+	err  json.RawMessage // the "error" member
+	typ  string          // Anthropic's "type"
+	list bool            // "choices" (OpenAI) or "content" (Anthropic) is an array
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func decodeAnswer(api API, body []byte) (Summary, answerShape, error) {
 	switch api {
 	case OpenAI:
-		var r oaiResponse
+		var r struct {
+			oaiResponse
+			Error json.RawMessage `json:"error"`
+		}
 		if err := json.Unmarshal(body, &r); err != nil {
-			return Summary{}, fmt.Errorf("apiformat: openai response: %w", err)
+			return Summary{}, answerShape{}, fmt.Errorf("apiformat: openai response: %w", err)
 		}
 		s := Summary{ID: r.ID, Model: r.Model}
 		if len(r.Choices) > 0 {
@@ -34,11 +78,16 @@ func SummarizeResponse(api API, body []byte) (Summary, error) {
 		if r.Usage != nil {
 			s.InputTokens, s.OutputTokens = r.Usage.PromptTokens, r.Usage.CompletionTokens
 		}
-		return s, nil
+		// A null or absent "choices" leaves the slice nil; [] does not.
+		return s, answerShape{err: r.Error, list: r.Choices != nil}, nil
 	case Anthropic:
-		var r antResponse
+		var r struct {
+			antResponse
+			Type  string          `json:"type"`
+			Error json.RawMessage `json:"error"`
+		}
 		if err := json.Unmarshal(body, &r); err != nil {
-			return Summary{}, fmt.Errorf("apiformat: anthropic response: %w", err)
+			return Summary{}, answerShape{}, fmt.Errorf("apiformat: anthropic response: %w", err)
 		}
 		s := Summary{ID: r.ID, Model: r.Model, StopReason: string(r.StopReason)}
 		var text, reasoning strings.Builder
@@ -58,9 +107,9 @@ func SummarizeResponse(api API, body []byte) (Summary, error) {
 			s.InputTokens = intOr0(u.InputTokens) + intOr0(u.CacheReadInputTokens) + intOr0(u.CacheCreationInputTokens)
 			s.OutputTokens = intOr0(u.OutputTokens)
 		}
-		return s, nil
+		return s, answerShape{err: r.Error, typ: r.Type, list: r.Content != nil}, nil
 	}
-	return Summary{}, fmt.Errorf("apiformat: unknown API %q", api)
+	return Summary{}, answerShape{}, fmt.Errorf("apiformat: unknown API %q", api)
 }
 
 // Accumulator builds a Summary from the events of a stream. It never fails:

@@ -87,3 +87,40 @@ func TestAccumulatorLimitKeepsMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeAnswerRefusesWhatIsNoResponse: one decode tells an answer of
+// the upstream's format from a body that decodes but is none.
+func TestSummarizeAnswerRefusesWhatIsNoResponse(t *testing.T) {
+	for _, tt := range []struct {
+		api     API
+		body    string
+		wantErr string // "" = accepted
+	}{
+		{OpenAI, `{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`, ""},
+		{OpenAI, `{"id":"c","choices":[]}`, ""},
+		{OpenAI, `{"id":"c","choices":[],"error":null}`, ""},
+		{OpenAI, `{"id":"c"}`, `no "choices" array`},
+		{OpenAI, `{"id":"c","choices":null}`, `no "choices" array`},
+		{OpenAI, `{"error":{"message":"quota exceeded"}}`, `it carries an error: {"message":"quota exceeded"}`},
+		{OpenAI, `{"choices":[],"error":"down"}`, `it carries an error: "down"`},
+		{OpenAI, `{"choices":{}}`, `cannot unmarshal`},
+		{OpenAI, `<html>`, `invalid character`},
+		{Anthropic, `{"type":"message","content":[{"type":"text","text":"hi"}]}`, ""},
+		{Anthropic, `{"type":"message"}`, ""},
+		{Anthropic, `{"content":[]}`, ""},
+		{Anthropic, `{"type":"error","error":{"type":"overloaded_error"}}`, `it carries an error`},
+		{Anthropic, `{"id":"m"}`, `no "content" array`},
+		{Anthropic, `{"type":"other","content":null}`, `no "content" array`},
+	} {
+		s, err := SummarizeAnswer(tt.api, []byte(tt.body))
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s %s: %v", tt.api, tt.body, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s %s: error %v, want one with %q", tt.api, tt.body, err, tt.wantErr)
+		}
+		if want, werr := SummarizeResponse(tt.api, []byte(tt.body)); werr == nil && !reflect.DeepEqual(s, want) {
+			t.Errorf("%s %s: summary %+v, SummarizeResponse gives %+v", tt.api, tt.body, s, want)
+		}
+	}
+}

@@ -77,7 +77,9 @@ type Section struct {
 }
 
 // Provider supplies context for turns. Implementations must be safe for
-// concurrent use and must not write on the request path.
+// concurrent use, must not write on the request path, and must return
+// soon after ctx ends (the window): the last provider registered runs on
+// the caller's goroutine, the others on their own.
 type Provider interface {
 	Name() string
 	Context(ctx context.Context, q Query) (Section, error)
@@ -229,17 +231,20 @@ func (c *Core) Context(ctx context.Context, q Query) Injection {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.window)
 	defer cancel()
-	// Every provider starts at once on its own goroutine and the caller
-	// waits for each in turn: no goroutine in between, whose scheduling
-	// would be one more wait for a P on the request path (a trace of the
-	// loaded proxybench showed such hops runnable for milliseconds behind
-	// learning's goroutines).
-	answers := make([]chan providerAnswer, len(providers))
-	for i, p := range providers {
+	// Every provider but the last starts at once on its own goroutine, the
+	// last runs on the caller's, and then the caller waits for each of the
+	// others in turn: no goroutine in between, whose scheduling would be
+	// one more wait for a P on the request path (a trace of the loaded
+	// proxybench showed such hops runnable for milliseconds behind
+	// learning's goroutines), and one goroutine fewer per turn.
+	last := len(providers) - 1
+	answers := make([]chan providerAnswer, last)
+	for i, p := range providers[:last] {
 		answers[i] = c.start(ctx, p, q)
 	}
 	sections := make([]Section, len(providers))
-	for i, p := range providers {
+	sections[last] = c.answer(providers[last], c.askInline(ctx, providers[last], q))
+	for i, p := range providers[:last] {
 		sections[i] = c.await(ctx, p, answers[i])
 	}
 	return Render(sections)
@@ -255,16 +260,19 @@ type providerAnswer struct {
 // and exits without anyone waiting for it.
 func (c *Core) start(ctx context.Context, p Provider, q Query) chan providerAnswer {
 	done := make(chan providerAnswer, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- providerAnswer{err: fmt.Errorf("provider panicked: %v", r)}
-			}
-		}()
-		s, err := p.Context(ctx, q)
-		done <- providerAnswer{s, err}
-	}()
+	go func() { done <- c.ask(ctx, p, q) }()
 	return done
+}
+
+// ask is p's answer; a panic is an error.
+func (c *Core) ask(ctx context.Context, p Provider, q Query) (a providerAnswer) {
+	defer func() {
+		if r := recover(); r != nil {
+			a = providerAnswer{err: fmt.Errorf("provider panicked: %v", r)}
+		}
+	}()
+	s, err := p.Context(ctx, q)
+	return providerAnswer{s, err}
 }
 
 // await is p's section, or none if it failed or the window ended first.
@@ -282,12 +290,30 @@ func (c *Core) await(ctx context.Context, p Provider, done chan providerAnswer) 
 			return Section{}
 		}
 	}
+	return c.answer(p, r)
+}
+
+// askInline is ask on the caller's goroutine: an answer given after the
+// window ended is late, as it is from a provider on its own goroutine.
+func (c *Core) askInline(ctx context.Context, p Provider, q Query) providerAnswer {
+	a := c.ask(ctx, p, q)
+	if a.err == nil && ctx.Err() != nil {
+		a.err = fmt.Errorf("answered after the window (%w)", ctx.Err())
+	}
+	return a
+}
+
+// answer is the section of p's answer, or none if it failed.
+func (c *Core) answer(p Provider, r providerAnswer) Section {
 	if r.err != nil {
 		c.log.Warn().Err(r.err).Str("provider", p.Name()).Msg("context provider failed; turn proceeds without it")
 		return Section{}
 	}
 	return r.s
 }
+
+// blockHeader follows the opening marker.
+const blockHeader = "\nContext from MetaClaw, the user's learning layer. Use it when it helps; the user's instructions take precedence.\n"
 
 // Render joins sections into one block between the markers.
 func Render(sections []Section) Injection {
@@ -301,7 +327,7 @@ func Render(sections []Section) Injection {
 		}
 		if b.Len() == 0 {
 			b.WriteString(block.Begin)
-			b.WriteString("\nContext from MetaClaw, the user's learning layer. Use it when it helps; the user's instructions take precedence.\n")
+			b.WriteString(blockHeader)
 		}
 		b.WriteString("\n## ")
 		b.WriteString(s.Title)
@@ -319,15 +345,26 @@ func Render(sections []Section) Injection {
 	return inj
 }
 
-// frameTokens remembers the frame's count: the frame depends only on which
-// sections are present, and tokenizing it costs ~50 µs per turn.
-var frameTokens = tokens.NewCache(64)
+// frames remembers the frame's count by the titles of the sections present
+// (the frame depends on nothing else, and tokenizing it costs ~50 µs):
+// looking it up builds no string (a map index by string(bytes) does not
+// allocate).
+var frames = struct {
+	sync.RWMutex
+	count map[string]int
+}{count: map[string]int{}}
+
+// maxFrames bounds the frames remembered (titles are the providers' own
+// constants: a handful of combinations in practice).
+const maxFrames = 64
 
 // countBlock measures the block. When every section measured its own body
 // (providers do, to fit their budgets), only the small frame around them is
-// tokenized again: re-tokenizing a 1,500-token block costs ~0.5 ms per turn.
+// counted: re-tokenizing a 1,500-token block costs ~0.5 ms per turn.
 func countBlock(sections []Section, rendered string) int {
 	sum, frame := 0, len(rendered)
+	var key [256]byte
+	k := key[:0]
 	for _, s := range sections {
 		body := strings.TrimSpace(s.Body)
 		if body == "" {
@@ -338,20 +375,37 @@ func countBlock(sections []Section, rendered string) int {
 		}
 		sum += s.Tokens
 		frame -= len(body)
+		k = append(append(k, s.Title...), 0)
 	}
 	if frame < 0 {
 		return tokens.Count(rendered)
 	}
+	frames.RLock()
+	n, ok := frames.count[string(k)]
+	frames.RUnlock()
+	if !ok {
+		n = tokens.Count(frameOf(sections))
+		frames.Lock()
+		if len(frames.count) < maxFrames {
+			frames.count[string(k)] = n
+		}
+		frames.Unlock()
+	}
+	return sum + n
+}
+
+// frameOf is the block's text without the sections' bodies.
+func frameOf(sections []Section) string {
 	var b strings.Builder
 	b.WriteString(block.Begin)
-	b.WriteString("\nContext from MetaClaw, the user's learning layer. Use it when it helps; the user's instructions take precedence.\n")
+	b.WriteString(blockHeader)
 	for _, s := range sections {
 		if strings.TrimSpace(s.Body) != "" {
 			b.WriteString("\n## " + s.Title + "\n\n\n")
 		}
 	}
 	b.WriteString(block.End)
-	return sum + frameTokens.Count(b.String())
+	return b.String()
 }
 
 // BlockKey identifies an injected block (32 hex digits, the shape of a W3C

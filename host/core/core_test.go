@@ -79,6 +79,16 @@ func TestContextRendersProvidersAndFailsOpen(t *testing.T) {
 			{name: "good", sec: Section{Title: "Memories", Body: "kept", IDs: []string{"m"}}}},
 			[]string{"kept"}, []string{"late"}, 1},
 		{"all empty", []*fakeProvider{{name: "e"}}, nil, []string{block.Begin}, 0},
+		// The last provider runs on the caller's goroutine: it fails open too.
+		{"late last provider skipped", []*fakeProvider{
+			{name: "good", sec: Section{Title: "Memories", Body: "kept", IDs: []string{"m"}}},
+			{name: "slow", delay: time.Second, sec: Section{Title: "Slow", Body: "late"}}},
+			[]string{"kept"}, []string{"late"}, 1},
+		{"panicking last provider skipped", []*fakeProvider{
+			{name: "good", sec: Section{Title: "Memories", Body: "kept", IDs: []string{"m"}}},
+			{name: "panics", panic: true}},
+			[]string{"kept"}, nil, 1},
+		{"failing only provider skipped", []*fakeProvider{{name: "bad", err: errors.New("down")}}, nil, []string{block.Begin}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,3 +288,48 @@ func TestRenderTokensUseSectionCounts(t *testing.T) {
 }
 
 func tokensCount(s string) int { return tokens.Count(s) }
+
+// TestRenderFrameCountByTitles: the frame's count is remembered by the
+// titles present, so each combination counts its own frame, the first
+// time and after.
+func TestRenderFrameCountByTitles(t *testing.T) {
+	a := Section{Title: "Skills", Body: "S body", Tokens: 3}
+	b := Section{Title: "Memories of a much longer title", Body: "M body", Tokens: 5}
+	for round := 0; round < 2; round++ {
+		for _, secs := range [][]Section{{a}, {b}, {a, b}, {b, a}, {a, {Title: "Empty"}, b}} {
+			want := tokens.Count(frameOf(secs))
+			for _, s := range secs {
+				want += s.Tokens
+			}
+			if got := Render(secs).Tokens; got != want {
+				t.Errorf("round %d, %d sections: tokens %d, want %d", round, len(secs), got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkContext is the core's part of a main turn with two providers
+// (skills and memory shaped, each measuring its own tokens): their start,
+// the wait for both, and the rendered block.
+func BenchmarkContext(b *testing.B) {
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), store.DBFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := New(Options{Store: st, Log: zerolog.Nop()})
+	defer func() { c.Close(); st.Close() }()
+	for _, p := range []*fakeProvider{
+		{name: "skills", sec: Section{Title: "Skills", Body: strings.Repeat("### debugging\nReproduce, bisect, fix, add a test.\n\n", 30), Tokens: 400, IDs: []string{"skill:a"}}},
+		{name: "memory", sec: Section{Title: "Memories", Body: strings.Repeat("- The user prefers short answers.\n", 30), Tokens: 300, IDs: []string{"memory:a"}}},
+	} {
+		c.AddProvider(p)
+	}
+	q := Query{Agent: "a", SessionID: "s", UserTexts: []string{"refactor the parser"}}
+	c.Context(context.Background(), q) // the session's start
+	b.ReportAllocs()
+	for b.Loop() {
+		if inj := c.Context(context.Background(), q); inj.Tokens == 0 {
+			b.Fatal("nothing injected")
+		}
+	}
+}

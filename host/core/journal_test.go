@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
@@ -115,5 +116,28 @@ func TestJournalReleasesAnswersAndLosesNoTurn(t *testing.T) {
 	}
 	if left := journalFiles(spool); len(left) != 0 {
 		t.Fatalf("journal segments left after a clean stop: %v", left)
+	}
+}
+
+// BenchmarkJournalAppend is the journal's part of every answer: one turn
+// shaped like an agent's (a 6 KB request) appended before the answer is
+// released.
+func BenchmarkJournalAppend(b *testing.B) {
+	j, _, err := openJournal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.close()
+	turn := &store.Turn{SessionID: "s", Agent: "default", TurnType: TurnMain, ClientAPI: "openai", UpstreamAPI: "openai", Model: "m",
+		RequestJSON:  `{"model":"m","messages":[{"role":"system","content":"` + strings.Repeat("You are a coding agent. ", 250) + `"}]}`,
+		ResponseText: "Hello there.", Status: 200, CreatedAt: time.Now(), InjectedJSON: `["memory:abc","skill:x"]`}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		seg, err := j.append(turn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		j.done(seg)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
@@ -40,6 +41,9 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		t := &turn{start: time.Now(), clientAPI: api, ctx: r.Context()}
 		defer s.o.Core.Answering()() // learning waits for a gap (core.WaitForGap)
+		step := phase{ctx: t.ctx}
+		defer step.end()
+		step.to("metaclaw.request.parse")
 		body, err := readBody(http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes), r.ContentLength, s.o.MaxBodyBytes)
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -72,7 +76,7 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 		t.rec = &store.Turn{
 			SessionID: t.id.session, Agent: t.id.agent, TurnType: t.id.turnType,
 			ClientAPI: string(api), UpstreamAPI: string(s.o.UpstreamAPI), Model: t.req.model, Stream: t.req.stream,
-			RequestJSON: string(body), UserID: t.id.scope.UserID, WorkspaceID: t.id.scope.WorkspaceID, MemoryScope: t.id.scope.Key(),
+			RequestJSON: frozenString(body), UserID: t.id.scope.UserID, WorkspaceID: t.id.scope.WorkspaceID, MemoryScope: t.id.scope.Key(),
 		}
 		t.body = body
 		defer s.finish(t)
@@ -81,9 +85,10 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 		if t.passThrough {
 			// `metaclaw disable`: forward as is.
 		} else if t.id.turnType == core.TurnMain && !t.req.alreadyInjected() {
-			t.inj = s.o.Core.Context(r.Context(), core.Query{
-				Agent: t.id.agent, SessionID: t.id.session, Scope: t.id.scope, UserTexts: t.req.recentUserTexts(3),
-			})
+			q := core.Query{Agent: t.id.agent, SessionID: t.id.session, Scope: t.id.scope, UserTexts: t.req.recentUserTexts(3)}
+			step.to("metaclaw.context")
+			t.inj = s.o.Core.Context(r.Context(), q)
+			step.to("metaclaw.request.prepare")
 			t.req.inject(t.inj.Block)
 		} else if t.id.turnType == core.TurnMain {
 			s.hookInjection(r, t)
@@ -113,9 +118,16 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 			s.fail(w, t, http.StatusBadRequest, "cannot translate request: "+err.Error())
 			return
 		}
+		step.end()
 		s.forward(w, r, t, out, dropUsage)
 	}
 }
+
+// frozenString is b as a string without a copy (the request body: 6 KB
+// and up on an agent's turn). The body is never written after it is read:
+// parsing slices it, injection and encoding write new buffers, and
+// redaction (scrub.go) returns a new one when it changes anything.
+func frozenString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // ensureStreamUsage asks an OpenAI upstream for the usage chunk so the turn
 // can be recorded with token counts; it reports whether the client did not
@@ -181,7 +193,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body [
 	s.setUpstreamAuth(req, r)
 	t.sentKey = sentKey(req)
 
+	step := phase{ctx: ctx}
+	step.to("metaclaw.upstream")
 	resp, err := s.send(t, req, body)
+	step.end()
 	if err != nil {
 		switch {
 		case r.Context().Err() != nil:
@@ -230,7 +245,10 @@ func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response)
 func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, t *turn, resp *http.Response) {
 	body := newIdleReader(resp.Body, s.o.UpstreamTimeout, cancel)
 	defer body.stop()
-	raw, err := io.ReadAll(io.LimitReader(body, s.o.MaxAnswerBytes+1))
+	step := phase{ctx: ctx}
+	defer step.end()
+	step.to("metaclaw.answer.read")
+	raw, err := readBody(io.LimitReader(body, s.o.MaxAnswerBytes+1), resp.ContentLength, s.o.MaxAnswerBytes+1)
 	if err != nil {
 		switch {
 		case body.stalled():
@@ -249,10 +267,11 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 		s.relayOversized(ctx, w, t, resp, raw, body)
 		return
 	}
-	sum, serr := apiformat.SummarizeResponse(s.o.UpstreamAPI, raw)
-	if serr == nil {
-		serr = checkAnswer(s.o.UpstreamAPI, raw)
-	}
+	step.to("metaclaw.answer.parse")
+	// One decode both summarises the answer and tells a response of the
+	// upstream's format from an HTML page from a captive proxy, a
+	// truncated body, or an error object some gateways send with 200.
+	sum, serr := apiformat.SummarizeAnswer(s.o.UpstreamAPI, raw)
 	if serr != nil {
 		s.unparseableAnswer(w, t, serr)
 		return
@@ -274,7 +293,9 @@ func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w htt
 	t.recordSummary(sum)
 	// Durable before the client can see the answer (and send its next turn,
 	// which keeps turn order too).
+	step.to("metaclaw.record")
 	s.observe(ctx, t)
+	step.to("metaclaw.answer.write")
 	cw := newClientWriter(w, s.o.ClientWriteTimeout)
 	defer cw.release()
 	w.Header().Set("Content-Type", "application/json")

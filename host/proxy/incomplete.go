@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 
@@ -47,34 +44,4 @@ func (s *Server) endWithoutTerminal(w io.Writer, t *turn, tr apiformat.StreamTra
 // turn is recorded as failed (so nothing learns from it).
 func (s *Server) unparseableAnswer(w http.ResponseWriter, t *turn, err error) {
 	s.fail(w, t, http.StatusBadGateway, "upstream answered 200 with a body that is not a valid "+string(s.o.UpstreamAPI)+" response: "+err.Error())
-}
-
-// checkAnswer tells a 200 answer that is a response of the upstream's format
-// (OpenAI: an object with "choices"; Anthropic: a "message" with
-// "content") from anything else: an HTML page from a captive proxy, a
-// truncated body, or an error object some gateways send with 200.
-func checkAnswer(api apiformat.API, raw []byte) error {
-	var probe struct {
-		Choices json.RawMessage `json:"choices"`
-		Content json.RawMessage `json:"content"`
-		Type    string          `json:"type"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return err
-	}
-	if e := bytes.TrimSpace(probe.Error); len(e) > 0 && string(e) != "null" {
-		return errors.New("it carries an error: " + truncateText(string(e), 300))
-	}
-	isArray := func(b json.RawMessage) bool { b = bytes.TrimSpace(b); return len(b) > 0 && b[0] == '[' }
-	if api == apiformat.Anthropic {
-		if probe.Type != "message" && !isArray(probe.Content) {
-			return errors.New(`no "content" array`)
-		}
-		return nil
-	}
-	if !isArray(probe.Choices) {
-		return errors.New(`no "choices" array`)
-	}
-	return nil
 }

@@ -90,8 +90,11 @@ func (r *request) inject(block string) {
 		}
 		fields := objectFields(m.raw)
 		content, _ := lookup(fields, "content")
-		if raw, ok := spliceContent(fields, bytes.TrimSpace(content), block, len(m.raw)); ok {
-			r.messages[i].raw = raw
+		if c := bytes.TrimSpace(content); m.appended == "" && len(c) > 2 && c[0] == '"' && countKey(fields, "content") == 1 {
+			// A non-empty string: the block goes inside its closing quote
+			// when the body is encoded (msg.appendTo).
+			r.messages[i].appended = block
+			r.messages[i].quote = offsetIn(m.raw, c) + len(c) - 1
 			return
 		}
 		updated := appendToContent(content, block)
@@ -112,29 +115,18 @@ func (r *request) inject(block string) {
 	r.messages = append([]msg{sys}, r.messages...)
 }
 
-// spliceContent writes the message with block appended to its string
-// content in one buffer (the common case: a system prompt of several KB
-// is copied once, not three times); ok is false for other content shapes.
-func spliceContent(fields []field, content []byte, block string, size int) ([]byte, bool) {
-	if len(content) < 2 || content[0] != '"' || string(content) == `""` {
-		return nil, false
-	}
-	out := make([]byte, 0, size+len(block)+len(block)/8+64)
-	out = append(out, '{')
-	for j, f := range fields {
-		if j > 0 {
-			out = append(out, ',')
+func countKey(fields []field, key string) (n int) {
+	for _, f := range fields {
+		if f.key == key {
+			n++
 		}
-		out = jsonstr.Append(out, f.key)
-		out = append(out, ':')
-		if f.key != "content" {
-			out = append(out, f.val...)
-			continue
-		}
-		out = appendSpliced(out, content, block)
 	}
-	return append(out, '}'), true
+	return n
 }
+
+// offsetIn is where inner, a subslice of outer (objectFields and
+// TrimSpace slice, never copy), starts in outer.
+func offsetIn(outer, inner []byte) int { return cap(outer) - cap(inner) }
 
 // appendToContent appends text to a content value that is absent, a string,
 // or an array of text parts/blocks. A string is extended in place (its JSON

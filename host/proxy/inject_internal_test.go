@@ -1,42 +1,81 @@
 package proxy
 
 import (
-	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/metaclaw-go/metaclaw/host/apiformat"
+	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 )
 
-// TestSpliceContentMatchesAppend: writing the message in one buffer gives
-// the bytes the field-by-field path gives.
-func TestSpliceContentMatchesAppend(t *testing.T) {
+// TestInjectInPlaceMatchesAppend: the block written into the system
+// prompt's string at encoding (msg.appendTo) gives the message the
+// field-by-field path gives (appendToContent, then appendObject), as JSON
+// values; other content shapes, and a message with two "content" keys, go
+// the field-by-field way.
+func TestInjectInPlaceMatchesAppend(t *testing.T) {
 	block := "<metaclaw_context>\n## Memories\n\n- \"quoted\" \\ back <b> & \u2028 é\n</metaclaw_context>"
-	for _, raw := range []string{
-		`{"role":"system","content":"You are helpful."}`,
-		`{"role":"system","content":"line\nnext \"q\" \u00e9","name":"x"}`,
-		`{ "content" : "first" , "role" : "developer" }`,
-		`{"role":"system","content":"a","content":"dup"}`,
+	for _, tt := range []struct {
+		raw     string
+		inPlace bool
+	}{
+		{`{"role":"system","content":"You are helpful."}`, true},
+		{`{"role":"system","content":"line\nnext \"q\" \u00e9","name":"x"}`, true},
+		{`{ "content" : "first" , "role" : "developer" }`, true},
+		{`{"role":"system","content":"ends in a backslash \\"}`, true},
+		{`{"role":"system","content":"a","content":"dup"}`, false},
+		{`{"role":"system","content":""}`, false},
+		{`{"role":"system","content":[{"type":"text","text":"x"}]}`, false},
+		{`{"role":"system"}`, false},
 	} {
-		fields := objectFields([]byte(raw))
-		content, _ := lookup(fields, "content")
-		got, ok := spliceContent(fields, bytes.TrimSpace(content), block, len(raw))
-		if !ok {
-			t.Fatalf("%s: not spliced", raw)
+		r, err := parseRequest(apiformat.OpenAI, []byte(`{"messages":[`+tt.raw+`,{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
 		}
+		r.inject(block)
+		if got := r.messages[0].appended != ""; got != tt.inPlace {
+			t.Errorf("%s: in place %v, want %v", tt.raw, got, tt.inPlace)
+		}
+		fields := objectFields([]byte(tt.raw))
+		content, _ := lookup(fields, "content")
 		updated := appendToContent(content, block)
+		replaced := false
 		for j := range fields {
 			if fields[j].key == "content" {
-				fields[j].val = updated
+				fields[j].val, replaced = updated, true
 			}
 		}
+		if !replaced {
+			fields = append(fields, field{key: "content", val: updated})
+		}
 		want := appendObject(nil, fields)
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s:\n got %s\nwant %s", raw, got, want)
+		out, err := r.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Messages []json.RawMessage }
+		if err := json.Unmarshal(out, &body); err != nil {
+			t.Fatalf("%s: encoded body is not JSON: %v\n%s", tt.raw, err, out)
+		}
+		if !sameJSON(t, body.Messages[0], want) {
+			t.Errorf("%s:\n got %s\nwant %s", tt.raw, body.Messages[0], want)
+		}
+		if !sameJSON(t, r.messages[0].bytes(), want) || !strings.Contains(msgcontent.Text(r.messages[0].content()), block) {
+			t.Errorf("%s: the message as read back lacks the block: %s", tt.raw, r.messages[0].bytes())
 		}
 	}
-	for _, raw := range []string{`{"role":"system","content":""}`, `{"role":"system","content":[{"type":"text","text":"x"}]}`, `{"role":"system"}`} {
-		fields := objectFields([]byte(raw))
-		content, _ := lookup(fields, "content")
-		if _, ok := spliceContent(fields, bytes.TrimSpace(content), block, len(raw)); ok {
-			t.Errorf("%s: spliced a content that is not a non-empty string", raw)
-		}
+}
+
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	if err := json.Unmarshal(a, &va); err != nil {
+		t.Fatalf("%s: %v", a, err)
 	}
+	if err := json.Unmarshal(b, &vb); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(va, vb)
 }

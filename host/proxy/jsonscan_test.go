@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 func TestObjectFieldsAndArrayItems(t *testing.T) {
@@ -120,4 +122,26 @@ func TestReadBody(t *testing.T) {
 	if _, err := readBody(iotest.ErrReader(io.ErrUnexpectedEOF), 10, 1<<20); err != io.ErrUnexpectedEOF {
 		t.Errorf("a failing reader: err %v, want it passed on", err)
 	}
+}
+
+// FuzzValidJSON: validJSON says what json.Valid says, and the fast
+// scanner never accepts what json.Valid refuses (the fallback only rescues
+// what the fast one refused).
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1}`, `{"a":1,"a":2}`, "{\"a\":\"\xff\xfe\"}", `"\ud800"`, `"\udc00\ud800"`, `"\u00e9"`, `[1,2,]`, `{"a" 1}`,
+		` {"messages":[{"role":"user","content":"hi"}]} `, `1e400`, `-0`, `01`, `[` + strings.Repeat("[", 10001) + `]`, "\"\x7f\"", "\"a\x00\"",
+		`{"a":true,"b":null,"c":false}`, `{"a":"\/\b\f\n\r\t\\\""}`, "\ufeff{}", `{}x`, `{} {}`, ``, ` `, `"\u12"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := json.Valid(b)
+		if got := validJSON(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, got, want)
+		}
+		if fast := jsontext.Value(b).IsValid(validOpts...); fast && !want {
+			t.Fatalf("jsontext accepts %q, which json.Valid refuses", b)
+		}
+	})
 }

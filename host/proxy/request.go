@@ -38,16 +38,49 @@ type request struct {
 type msg struct {
 	raw  []byte
 	role string
+	// appended, when set, is text added at the end of the message's string
+	// content, whose closing quote is raw[quote]: encode writes it in
+	// place, so a system prompt of several KB is copied once, into the
+	// forwarded body, not first into a new message.
+	appended string
+	quote    int
+}
+
+// bytes is the message as it is forwarded.
+func (m msg) bytes() []byte {
+	if m.appended == "" {
+		return m.raw
+	}
+	return m.appendTo(make([]byte, 0, m.size()))
+}
+
+// appendTo appends the message as it is forwarded to dst.
+func (m msg) appendTo(dst []byte) []byte {
+	if m.appended == "" {
+		return append(dst, m.raw...)
+	}
+	dst = append(dst, m.raw[:m.quote]...)
+	dst = append(dst, `\n\n`...)
+	dst = jsonstr.AppendBody(dst, m.appended)
+	return append(dst, m.raw[m.quote:]...)
+}
+
+// size bounds the length appendTo writes (escapes included, mostly).
+func (m msg) size() int {
+	if m.appended == "" {
+		return len(m.raw)
+	}
+	return len(m.raw) + 4 + len(m.appended) + len(m.appended)/8
 }
 
 // content returns the message's raw content value.
 func (m msg) content() []byte {
-	c, _ := lookup(objectFields(m.raw), "content")
+	c, _ := lookup(objectFields(m.bytes()), "content")
 	return c
 }
 
 func parseRequest(api apiformat.API, body []byte) (*request, error) {
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		return nil, fmt.Errorf("request body is not a JSON object: invalid JSON")
 	}
 	if i := skipWS(body, 0); i >= len(body) || body[i] != '{' {
@@ -141,7 +174,7 @@ func (r *request) encode() ([]byte, error) {
 	}
 	size := 2
 	for _, m := range r.messages {
-		size += len(m.raw) + 1
+		size += m.size() + 1
 	}
 	for _, f := range r.fields {
 		size += len(f.key) + 4 // quotes, colon, comma
@@ -166,7 +199,7 @@ func (r *request) encode() ([]byte, error) {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(dst, m.raw...)
+			dst = m.appendTo(dst)
 		}
 		dst = append(dst, ']')
 	}

@@ -39,7 +39,7 @@ func (r *request) truncate(maxContext int, counter *tokens.Cache) (dropped int) 
 		fixed += counter.Count(string(sys))
 	}
 	for i, m := range r.messages {
-		in := info{role: m.role, tokens: counter.Count(string(m.raw)) + perMessageOverhead}
+		in := info{role: m.role, tokens: counter.Count(string(m.bytes())) + perMessageOverhead}
 		in.system = m.role == "system" || m.role == "developer"
 		in.tool = m.role == "tool" || (r.api == apiformat.Anthropic && m.role == "user" && bytes.Contains(m.raw, []byte(`"tool_result"`)))
 		infos[i] = in

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"math/rand"
@@ -35,10 +36,10 @@ import (
 
 // loadedHost starts the proxy with nMem memories (one user's scope: every
 // memory competes) and nSkills skills.
-func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error) {
+func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, func(), error) {
 	dir, err := os.MkdirTemp("", "proxybench-loaded")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cleanup := []func(){func() { os.RemoveAll(dir) }}
 	done := func() {
@@ -46,9 +47,9 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 			cleanup[i]()
 		}
 	}
-	fail := func(err error) (net.Listener, func(), error) {
+	fail := func(err error) (net.Listener, *core.Core, func(), error) {
 		done()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ctx := context.Background()
 	cfg := config.Default(dir)
@@ -90,7 +91,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, func(), error
 	}
 	ln := serve(px.Handler())
 	cleanup = append(cleanup, func() { ln.Close() })
-	return ln, done, nil
+	return ln, c, done, nil
 }
 
 // writeSkills writes n skills derived from the built-in bank (each a bank
@@ -210,23 +211,44 @@ func seedMemories(ctx context.Context, st *store.SQLite, n int) error {
 	return s.Optimize(ctx)
 }
 
-// agentBody is a sequential agent turn: a 6 KB system prompt and a question
-// in new words.
-func agentBody(sm *sampler) string {
-	sys := strings.Repeat("You are a coding agent working in the user's repository. Follow the workspace rules and keep answers short. ", 56)
+// agentBody is a sequential agent turn: a 6 KB system prompt (with
+// block, when given, appended as the proxy appends it) and a question in
+// new words.
+func agentBody(sm *sampler, block string) string {
+	sys := strings.Repeat("You are a coding agent working in the user's repository. Follow the workspace rules and keep answers short. ", 56)[:6000]
+	if block != "" {
+		b, _ := json.Marshal(sys + "\n\n" + block)
+		sys = string(b[1 : len(b)-1])
+	}
 	q := "Can you help me " + sm.phrase(3) + " the " + sm.phrase(4) + " and make sure it handles " + sm.phrase(2) + "?"
-	return `{"model":"m","messages":[{"role":"system","content":"` + sys[:6000] + `"},{"role":"user","content":"` + q + `"}]}`
+	return `{"model":"m","messages":[{"role":"system","content":"` + sys + `"},{"role":"user","content":"` + q + `"}]}`
 }
 
-// runLoaded sends n sequential agent turns to url as the bench user, in one
-// session (an agent's conversation; a new session would first catch up with
-// the user's pending turns, see docs/memory.md).
-func runLoaded(client *http.Client, url string, n int, seed int64) result {
+// sampleBlock is the block the loaded proxy injects into the first of the
+// loaded turns (seed 7), as its core renders it.
+func sampleBlock(c *core.Core) string {
+	sm := newSampler(7)
+	sm.phrase(0)
+	q := "Can you help me " + sm.phrase(3) + " the " + sm.phrase(4) + " and make sure it handles " + sm.phrase(2) + "?"
+	return c.Context(context.Background(), core.Query{Agent: "default", SessionID: "bench-block", Scope: core.Scope{UserID: "bench"}, UserTexts: []string{q}}).Block
+}
+
+// loadedBodies are n sequential agent turns; block, when given, is in every
+// system prompt already.
+func loadedBodies(n int, seed int64, block string) []string {
 	sm := newSampler(seed)
 	bodies := make([]string, n)
 	for i := range bodies {
-		bodies[i] = agentBody(sm)
+		bodies[i] = agentBody(sm, block)
 	}
+	return bodies
+}
+
+// runLoaded sends the bodies in turn to url as the bench user, in one
+// session (an agent's conversation; a new session would first catch up with
+// the user's pending turns, see docs/memory.md).
+func runLoaded(client *http.Client, url string, bodies []string, seed int64) result {
+	n := len(bodies)
 	lat := make([]time.Duration, n)
 	start := time.Now()
 	for i := range bodies {

@@ -9,7 +9,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -184,17 +183,24 @@ func main() {
 // the same sequential agent turns.
 func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	t0 := time.Now()
-	ln, done, err := loadedHost(upstream, nMem, nSkills)
+	ln, c, done, err := loadedHost(upstream, nMem, nSkills)
 	if err != nil {
 		fail(err)
 	}
 	defer done()
 	fmt.Printf("\nLoaded: %d memories in the user's scope and %d skills (loaded in %v); %d sequential requests per target, each a 6 KB system prompt and a new question\n\n",
 		nMem, nSkills, time.Since(t0).Round(time.Millisecond), n)
-	targets := []struct{ name, url string }{
-		{"upstream direct", upstream},
-		{"bare httputil.ReverseProxy", bare},
-		{"metaclaw proxy, loaded", "http://" + ln.Addr().String()},
+	// The last row sends the upstream the bodies as the proxy forwards
+	// them (the block in the system prompt): it is not a target, but what
+	// the in-process upstream spends on the bigger body, which the
+	// process's CPU and allocation figures of the proxy include.
+	const withBlock = "upstream direct, body with the injected block"
+	block := sampleBlock(c)
+	targets := []struct{ name, url, block string }{
+		{"upstream direct", upstream, ""},
+		{"bare httputil.ReverseProxy", bare, ""},
+		{"metaclaw proxy, loaded", "http://" + ln.Addr().String(), ""},
+		{withBlock, upstream, block},
 	}
 	fmt.Println("| target | p50 | p99 | req/s | CPU per request | allocated per request |")
 	fmt.Println("|---|---|---|---|---|---|")
@@ -203,13 +209,14 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	alloc := map[string]uint64{}
 	for _, t := range targets {
 		u := t.url + "/v1/chat/completions"
-		runLoaded(client, u, 200, 99) // warm-up
+		runLoaded(client, u, loadedBodies(200, 99, t.block), 99) // warm-up
+		bodies := loadedBodies(n, 7, t.block)                    // built before the counters start
 		stop := func() {}
 		if strings.HasPrefix(t.name, "metaclaw") {
 			stop = startProfile(cpuProfile, blockProfile, memProfile, traceFile)
 		}
 		cpu0, alloc0 := processCPU(), allocated()
-		r := runLoaded(client, u, n, 7)
+		r := runLoaded(client, u, bodies, 7)
 		cpu[t.name] = (processCPU() - cpu0) / time.Duration(n)
 		alloc[t.name] = (allocated() - alloc0) / uint64(n)
 		stop()
@@ -223,6 +230,12 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 		ms(cpu["metaclaw proxy, loaded"]-cpu["bare httputil.ReverseProxy"]))
 	fmt.Printf("allocated per request (this process; what the GC has to collect, independent of the machine's load): metaclaw %+.1f KB over bare\n",
 		(float64(alloc["metaclaw proxy, loaded"])-float64(alloc["bare httputil.ReverseProxy"]))/1024)
+	upCPU, upAlloc := cpu[withBlock]-cpu["upstream direct"], float64(alloc[withBlock])-float64(alloc["upstream direct"])
+	fmt.Printf("of which the upstream's, reading and decoding a body bigger by the %d-byte block (a remote LLM's in production): CPU %+.3f ms, allocated %+.1f KB\n",
+		len(block), ms(upCPU), upAlloc/1024)
+	fmt.Printf("so the proxy's own over bare: CPU %+.3f ms, allocated %+.1f KB per request\n",
+		ms(cpu["metaclaw proxy, loaded"]-cpu["bare httputil.ReverseProxy"]-upCPU),
+		(float64(alloc["metaclaw proxy, loaded"])-float64(alloc["bare httputil.ReverseProxy"])-upAlloc)/1024)
 }
 
 // What once measures: the whole answer, or a stream's time to first byte.
@@ -275,7 +288,7 @@ func once(client *http.Client, url, payload string, ttfbOnly bool) time.Duration
 }
 
 func do(client *http.Client, url, payload, user, session string, ttfbOnly bool) time.Duration {
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(payload)))
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(payload))
 	if err != nil {
 		fail(err)
 	}
