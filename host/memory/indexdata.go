@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -66,8 +67,7 @@ type ipost struct {
 // indexRow is one indexed unit.
 type indexRow struct {
 	rowid int64
-	u     *Unit
-	d     *derived
+	u     *Unit    // its derived is u.d
 	keys  []uint64 // its posting lists (distinct)
 	held  []int32  // the term ids it holds in the dictionary
 	nToks int
@@ -97,6 +97,7 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 		ix.rows = append(ix.rows, indexRow{})
 	}
 	r := &ix.rows[slot]
+	ix.share(u)
 	r.rowid, r.u, r.nToks = u.rowid, u, len(toks)
 	r.held = make([]int32, 0, len(toks)+8)
 	intern := func(t string) int32 {
@@ -104,7 +105,7 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 		r.held = append(r.held, id)
 		return id
 	}
-	r.d = deriveUnit(u, intern)
+	u.d = deriveUnit(u, intern)
 	dl := int32(len(toks) + 1) // + the visibility column's token
 	tf := ix.tfScratch
 	clear(tf)
@@ -131,6 +132,30 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 	m[u.rowid] = struct{}{}
 	ix.standingAdd(u)
 }
+
+// share makes u's short, repeated strings (scope, agent, visibility,
+// type, status, origin) the index's one copy of each: fewer objects for the
+// collector to mark, and ranking reads the visibility from memory it read
+// for the candidate before.
+func (ix *memIndex) share(u *Unit) {
+	in := func(s string) string {
+		if s == "" {
+			return s
+		}
+		if x, ok := ix.strs[s]; ok {
+			return x
+		}
+		if len(ix.strs) < maxSharedStrings {
+			ix.strs[s] = s
+		}
+		return s
+	}
+	u.Scope, u.Agent, u.vis, u.Status, u.Origin = in(u.Scope), in(u.Agent), in(u.vis), in(u.Status), in(u.Origin)
+	u.Type = Type(in(string(u.Type)))
+}
+
+// maxSharedStrings bounds the strings share keeps (scopes and agents are few).
+const maxSharedStrings = 4096
 
 // remove takes a row out of the index (no-op when absent).
 func (ix *memIndex) remove(rowid int64) {
@@ -248,12 +273,16 @@ func (s *scratchStack) put(m *matchScratch) {
 
 func (v *indexView) frequencies(_ context.Context, vis, terms []string) ([][]int, []int, error) {
 	ix := v.ix
-	df := make([][]int, len(terms))
-	flat := make([]int, len(terms)*len(vis))
+	n := len(terms) * len(vis)
+	v.dfFlat = slices.Grow(v.dfFlat[:0], n)[:n]
+	clear(v.dfFlat)
+	v.df = slices.Grow(v.df[:0], len(terms))[:len(terms)]
+	df, flat := v.df, v.dfFlat
 	for i := range terms {
 		df[i] = flat[i*len(vis) : (i+1)*len(vis)]
 	}
-	units := make([]int, len(vis))
+	v.visUnits = slices.Grow(v.visUnits[:0], len(vis))[:len(vis)]
+	units := v.visUnits
 	var ids []int32
 	for j, vs := range vis {
 		k := visKey(vs)
@@ -263,7 +292,8 @@ func (v *indexView) frequencies(_ context.Context, vis, terms []string) ([][]int
 			continue
 		}
 		if ids == nil {
-			ids = make([]int32, len(terms))
+			ids = slices.Grow(v.ids[:0], len(terms))[:len(terms)]
+			v.ids = ids
 			for i, t := range terms {
 				if id, ok := ix.dict.lookup(t); ok {
 					ids[i] = id
@@ -332,8 +362,9 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 		}
 	}
 	sc.top = top
-	units := make([]*Unit, len(top))
-	scores := make([]float64, len(top))
+	units := slices.Grow(v.matched[:0], len(top))[:len(top)]
+	scores := slices.Grow(v.scores[:0], len(top))[:len(top)]
+	v.matched, v.scores = units, scores
 	for i, x := range top {
 		units[i], scores[i] = ix.rows[x.slot].u, x.r
 	}
@@ -350,11 +381,25 @@ func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
 	return out, nil
 }
 
+// derived is the index's own for its units (set when added: no lookup).
 func (v *indexView) derived(u *Unit) *derived {
-	if slot, ok := v.ix.slotOf[u.rowid]; ok && v.ix.rows[slot].u == u {
-		return v.ix.rows[slot].d
+	if u.d != nil {
+		return u.d
 	}
 	return deriveUnit(u, v.termID)
+}
+
+// termStr is the term of an id of the dictionary or of this query.
+func (v *indexView) termStr(id int32) string {
+	if id >= 0 {
+		return v.ix.dict.strs[id]
+	}
+	for t, x := range v.extra {
+		if x == id {
+			return t
+		}
+	}
+	return ""
 }
 
 // termID is a term's id in the index's dictionary; a term no unit holds
