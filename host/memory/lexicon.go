@@ -326,32 +326,39 @@ func init() {
 	}
 }
 
-// The terms of recent query texts: a turn's query holds the user's last
-// three messages, two of which the previous turns of the session already
-// split.
+// The terms of recent query texts, and whether each asks to pick up the
+// thread: a turn's query holds the user's last three messages, two of which
+// the previous turns of the session already read.
 var (
 	termsCacheMu sync.Mutex
-	termsCache   = map[string][]string{}
+	termsCache   = map[string]queryText{}
 )
+
+type queryText struct {
+	terms []string
+	cue   bool // continuity
+}
 
 const termsCacheSize = 4096
 
-func queryTextTerms(text string) []string {
+func queryTextTerms(text string) []string { return readQueryText(text).terms }
+
+func readQueryText(text string) queryText {
 	if len(text) > 4096 {
-		return Terms(text)
+		return queryText{Terms(text), continuity(text)}
 	}
 	termsCacheMu.Lock()
-	ts, ok := termsCache[text]
+	qt, ok := termsCache[text]
 	termsCacheMu.Unlock()
 	if ok {
-		return ts
+		return qt
 	}
-	ts = Terms(text)
+	qt = queryText{Terms(text), continuity(text)}
 	termsCacheMu.Lock()
 	if len(termsCache) >= termsCacheSize {
 		clear(termsCache)
 	}
-	termsCache[text] = ts
+	termsCache[text] = qt
 	termsCacheMu.Unlock()
-	return ts
+	return qt
 }

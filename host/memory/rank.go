@@ -101,27 +101,30 @@ func deriveUnit(u *Unit, id func(string) int32) *derived {
 
 // unitWeights is what scoring reads of a unit, computed from it once.
 type unitWeights struct {
-	rowid      int64
-	lastSeen   time.Time
-	expires    time.Time // when hasExpiry
-	hasExpiry  bool
-	active     bool
-	standing   bool // standingKind
-	summary    bool // a session summary
-	vis        string
-	impR       float64 // importance reinforced by repetition, at most 1
-	hl         float64 // importance's half-life, days
-	floor      float64 // the share of importance that never fades
-	ment       float64 // the standing score's mentions term
-	boost      float64 // the fact score's type and confidence factor
-	tokens     int
-	typ        Type
-	confidence float64
+	rowid     int64
+	lastSeen  time.Time
+	expires   time.Time // when hasExpiry
+	hasExpiry bool
+	active    bool
+	standing  bool // standingKind
+	summary   bool // a session summary
+	vis       string
+	impR      float64 // importance reinforced by repetition, at most 1
+	hl        float64 // importance's half-life, days
+	floor     float64 // the share of importance that never fades
+	ment      float64 // the standing score's mentions term
+	boost     float64 // the fact score's type and confidence factor
+	tokens    int
+	typ       Type
+	slot      string // the subject, when it names a slot of its own (slotted)
 }
 
 func weightsOf(u *Unit) unitWeights {
 	w := unitWeights{rowid: u.rowid, lastSeen: u.LastSeenAt, active: u.Status == StatusActive, standing: standingKind(u),
-		summary: u.Type == WorkingSummary, vis: u.vis, tokens: u.tokens, typ: u.Type, confidence: u.Confidence}
+		summary: u.Type == WorkingSummary, vis: u.vis, tokens: u.tokens, typ: u.Type}
+	if slotted(u.Subject) {
+		w.slot = u.Subject
+	}
 	if u.ExpiresAt != nil {
 		w.expires, w.hasExpiry = *u.ExpiresAt, true
 	}
@@ -323,6 +326,8 @@ type scored struct {
 	cue          bool // a session summary, asked for
 	matched      []string
 	emb          float64
+	bm           float64 // bm25 (lower is better), when hasBM
+	hasBM        bool
 	score        float64 // as a fact: relevance, importance, recency, type
 	rule         float64 // as a standing rule: standing score and relevance
 	relevant     bool    // as a fact: the turn is about it
@@ -350,9 +355,9 @@ func (c *scored) hit(asRule bool) Hit {
 // query to query (the request path allocates little).
 type scoreScratch struct {
 	cands   map[int64]*scored
-	order   []int64
-	slab    []scored // candidates, allocated together
-	bm      map[int64]float64
+	order   []*scored // the candidates, in the order they were added
+	slab    []scored  // candidates, allocated together
+	maxBM   float64   // the best bm25 (negated) among the lexical matches
 	cos     map[int64]float64
 	qidf    termWeights // weighted idf of the query's terms, by term id
 	out     []*scored
@@ -403,8 +408,9 @@ func (s *termSet) reset() {
 }
 
 var scoreScratches = sync.Pool{New: func() any {
-	return &scoreScratch{cands: make(map[int64]*scored, 96), slab: make([]scored, 0, 96), bm: map[int64]float64{},
-		cos: map[int64]float64{}}
+	// Room for every candidate of two visibilities (their pools, the
+	// lexical matches, summaries) in one slab.
+	return &scoreScratch{cands: make(map[int64]*scored, 128), slab: make([]scored, 0, 128), cos: map[int64]float64{}}
 }}
 
 func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratch) }
@@ -413,7 +419,8 @@ func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratc
 // used after it.
 func (sc *scoreScratch) release() {
 	clear(sc.cands)
-	clear(sc.bm)
+	clear(sc.order)
+	sc.maxBM = 0
 	clear(sc.cos)
 	clear(sc.slab)
 	clear(sc.out)
@@ -588,7 +595,7 @@ func (sc *scoreScratch) add(u *Unit, pool bool) *scored {
 		c = &scored{u: u, pool: pool}
 	}
 	sc.cands[u.rowid] = c
-	sc.order = append(sc.order, u.rowid)
+	sc.order = append(sc.order, c)
 	return c
 }
 
@@ -612,21 +619,21 @@ func (sc *scoreScratch) addLexical(ctx context.Context, src source, qt *queryTer
 		return err
 	}
 	for i, u := range units {
-		sc.add(u, false)
-		sc.bm[u.rowid] = scores[i]
+		c := sc.add(u, false)
+		c.bm, c.hasBM = scores[i], true
+		sc.maxBM = max(sc.maxBM, -scores[i])
 	}
 	return nil
 }
 
 // asksContinuity reports whether any text asks to pick up the thread.
 func asksContinuity(texts []string) bool {
-	cue := false
 	for _, t := range texts {
-		if continuity(t) {
-			cue = true
+		if readQueryText(t).cue {
+			return true
 		}
 	}
-	return cue
+	return false
 }
 
 // addPools adds, when standing, each visibility's standing pool and (on a
@@ -701,14 +708,10 @@ func (sc *scoreScratch) weighTerms(src source, qt *queryTerms) float64 {
 // request path), a standing unit is scored as a rule only: retrieval never
 // weighs it as a fact.
 func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, standing bool, qw float64, sc *scoreScratch) []*scored {
-	maxBM := 0.0
-	for _, v := range sc.bm {
-		maxBM = max(maxBM, -v)
-	}
+	maxBM := sc.maxBM
 	embOn := s.embeddingsOn()
 	out := sc.out
-	for _, id := range sc.order {
-		c := sc.cands[id]
+	for _, c := range sc.order {
 		d := src.derived(c.u)
 		w := &d.w
 		if !w.live(now) || !contains(vis, w.vis) {
@@ -716,7 +719,10 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 		}
 		c.d = d
 		matched, cov := sc.coverage(src, d)
-		emb := sc.cos[id]
+		emb := 0.0
+		if len(sc.cos) > 0 {
+			emb = sc.cos[w.rowid]
+		}
 		isCue := w.summary && cue
 		// Session summaries quote what was said, superseded statements
 		// included: they come only when the user asks to pick up the thread.
@@ -727,8 +733,8 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 			cov /= qw
 		}
 		lex := 0.0
-		if b, ok := sc.bm[id]; ok && maxBM > 0 {
-			lex = 0.5 * (-b / maxBM)
+		if c.hasBM && maxBM > 0 {
+			lex = 0.5 * (-c.bm / maxBM)
 		}
 		lex += 0.5 * min(1, 2*cov)
 		c.matched, c.emb, c.cue = matched, emb, isCue

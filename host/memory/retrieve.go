@@ -238,7 +238,7 @@ func fit(cands []*scored, k, budget, used int, groups *typeSet, near func(a, b *
 // same words (consolidation merges paraphrases; this also holds for units
 // learned before it did, or added by hand).
 func nearDuplicate(a, b *scored) bool {
-	if slotted(a.u.Subject) && a.u.Subject == b.u.Subject {
+	if a.d.w.slot != "" && a.d.w.slot == b.d.w.slot {
 		return true
 	}
 	x, y := len(a.d.sorted), len(b.d.sorted)
