@@ -257,14 +257,7 @@ var continuityCue = regexp.MustCompile(`(?i)\b(?:last time|yesterday|earlier|pre
 var continuityHints = []string{"last time", "yesterday", "earlier", "previous", "where ", "continu", "pick up", "resum", "as before", "discussed", "we were", "上次", "昨天", "之前", "继续", "接着", "刚才"}
 
 func continuity(text string) bool {
-	ascii := true
-	for i := 0; i < len(text); i++ {
-		if text[i] >= 0x80 {
-			ascii = false
-			break
-		}
-	}
-	if !ascii { // lower-casing may turn other letters into ASCII ones (K)
+	if !isASCII(text) { // lower-casing may turn other letters into ASCII ones (K)
 		lower := strings.ToLower(text)
 		for _, h := range continuityHints {
 			if strings.Contains(lower, h) {
