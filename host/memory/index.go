@@ -61,9 +61,10 @@ type memIndex struct {
 	vecs   map[int64][]float32 // embeddings (with an embedder only)
 	withV  bool
 
-	tfScratch map[uint64]int32  // add's term counts (under the write lock)
-	strs      map[string]string // share's strings
-	scratch   scratchStack
+	tfScratch  map[uint64]int32  // add's term counts (under the write lock)
+	strs       map[string]string // share's strings
+	keyScratch []uint64          // add's posting keys (under the write lock)
+	scratch    scratchStack
 
 	poolMu sync.Mutex // guards the cached rankings in standing (readers rank under the read lock)
 	stand  map[string]*visStanding

@@ -68,8 +68,7 @@ type ipost struct {
 type indexRow struct {
 	rowid int64
 	u     *Unit    // its derived is u.d
-	keys  []uint64 // its posting lists (distinct)
-	held  []int32  // the term ids it holds in the dictionary
+	keys  []uint64 // its posting lists (distinct); with u.d, the term ids it holds in the dictionary
 	nToks int
 }
 
@@ -99,24 +98,21 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 	r := &ix.rows[slot]
 	ix.share(u)
 	r.rowid, r.u, r.nToks = u.rowid, u, len(toks)
-	r.held = make([]int32, 0, len(toks)+8)
-	intern := func(t string) int32 {
-		id := ix.dict.intern(t)
-		r.held = append(r.held, id)
-		return id
-	}
-	u.d = deriveUnit(u, intern)
+	u.d = deriveUnit(u, ix.dict.intern)
 	dl := int32(len(toks) + 1) // + the visibility column's token
 	tf := ix.tfScratch
 	clear(tf)
+	keys := ix.keyScratch[:0]
 	for _, t := range toks {
 		k, term := splitToken(t)
-		key := postKey(ix.visID(k), intern(term))
+		key := postKey(ix.visID(k), ix.dict.intern(term))
 		if tf[key] == 0 {
-			r.keys = append(r.keys, key)
+			keys = append(keys, key)
 		}
 		tf[key]++
 	}
+	ix.keyScratch = keys
+	r.keys = slices.Clone(keys) // one allocation of the right size
 	for _, key := range r.keys {
 		ix.post[key] = append(ix.post[key], ipost{slot: slot, tf: tf[key], dl: dl})
 	}
@@ -165,10 +161,14 @@ func (ix *memIndex) remove(rowid int64) {
 	}
 	r := &ix.rows[slot]
 	u := r.u
+	// The dictionary's holds of this row (what add interned): each
+	// token's term (tf times per posting list), derive's terms and entities.
 	for _, key := range r.keys {
 		ps := ix.post[key]
+		tf := int32(0)
 		for i := range ps {
 			if ps[i].slot == slot {
+				tf = ps[i].tf
 				ps = append(ps[:i], ps[i+1:]...)
 				break
 			}
@@ -178,9 +178,17 @@ func (ix *memIndex) remove(rowid int64) {
 		} else {
 			ix.post[key] = ps
 		}
+		for ; tf > 0; tf-- {
+			ix.dict.release(int32(uint32(key)))
+		}
 	}
-	for _, id := range r.held {
+	for _, id := range u.d.ids {
 		ix.dict.release(id)
+	}
+	for _, id := range u.d.ents {
+		if id != entEnd {
+			ix.dict.release(id)
+		}
 	}
 	ix.nRows--
 	ix.nTok -= int64(r.nToks) + 1

@@ -187,6 +187,22 @@ func TestIndexMatchTopK(t *testing.T) {
 		ix.add(&u, ftsTokens(u.vis, indexTerms(&u)))
 	}
 	check("after removals and reused slots")
+
+	// What a row holds in the dictionary is given back when it goes (the
+	// holds are read off its posting lists and derived terms).
+	for slot := range ix.rows {
+		if r := ix.rows[slot]; r.u != nil {
+			ix.remove(r.rowid)
+		}
+	}
+	if len(ix.dict.ids) != 0 || ix.nRows != 0 || len(ix.post) != 0 {
+		t.Fatalf("after removing every row: %d terms, %d rows, %d posting lists left", len(ix.dict.ids), ix.nRows, len(ix.post))
+	}
+	for id, n := range ix.dict.refs {
+		if n != 0 {
+			t.Fatalf("term id %d still has %d holders", id, n)
+		}
+	}
 }
 
 // The standing pools kept in place as units come and go rank exactly as
