@@ -61,8 +61,10 @@ type memIndex struct {
 	vecs   map[int64][]float32 // embeddings (with an embedder only)
 	withV  bool
 
-	tfScratch map[uint64]int32 // add's term counts (under the write lock)
-	scratch   scratchStack
+	tfScratch  map[uint64]int32  // add's term counts (under the write lock)
+	strs       map[string]string // share's strings
+	keyScratch []uint64          // add's posting keys (under the write lock)
+	scratch    scratchStack
 
 	poolMu sync.Mutex // guards the cached rankings in standing (readers rank under the read lock)
 	stand  map[string]*visStanding
@@ -72,7 +74,7 @@ func newMemIndex(withVecs bool) *memIndex {
 	return &memIndex{
 		dict: newTermDict(), visIDs: map[string]int32{}, slotOf: map[int64]int32{}, post: map[uint64][]ipost{}, visN: map[string]int{},
 		byVis: map[string]map[int64]struct{}{}, vecs: map[int64][]float32{}, withV: withVecs,
-		tfScratch: map[uint64]int32{}, stand: map[string]*visStanding{},
+		tfScratch: map[uint64]int32{}, stand: map[string]*visStanding{}, strs: map[string]string{},
 	}
 }
 
@@ -413,6 +415,14 @@ type indexView struct {
 	ix    *memIndex
 	now   time.Time
 	extra map[string]int32 // ids of terms no unit holds (termID)
+
+	// The slices its answers are made in (valid until releaseSource).
+	df       [][]int
+	dfFlat   []int
+	visUnits []int
+	ids      []int32
+	matched  []*Unit
+	scores   []float64
 }
 
 // splitToken separates an index token into its visibility key and term.
@@ -440,12 +450,29 @@ func (v *indexView) vectors(_ context.Context, vis string) ([]vecEntry, error) {
 }
 
 // source returns what ranking reads: the in-memory index when it runs (read
-// locked until release), else SQLite.
-func (s *Store) source(ctx context.Context) (source, func(), error) {
+// locked until releaseSource), else SQLite.
+func (s *Store) source(ctx context.Context) (source, error) {
 	if ix := s.idx.cur.Load(); ix != nil {
 		ix.mu.RLock()
-		return &indexView{ix: ix, now: s.now()}, ix.mu.RUnlock, nil
+		v := views.Get().(*indexView)
+		v.ix, v.now = ix, s.now()
+		return v, nil
 	}
-	src, err := s.sqlSourceNow(ctx)
-	return src, func() {}, err
+	return s.sqlSourceNow(ctx)
 }
+
+// releaseSource ends what source began.
+func releaseSource(src source) {
+	v, ok := src.(*indexView)
+	if !ok {
+		return
+	}
+	v.ix.mu.RUnlock()
+	clear(v.extra)
+	clear(v.matched)
+	*v = indexView{extra: v.extra, df: v.df[:0], dfFlat: v.dfFlat[:0], visUnits: v.visUnits[:0], ids: v.ids[:0], matched: v.matched[:0], scores: v.scores[:0]}
+	views.Put(v)
+}
+
+// views are reused: a view keeps the slices its answers are made in.
+var views = sync.Pool{New: func() any { return new(indexView) }}

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -66,10 +67,8 @@ type ipost struct {
 // indexRow is one indexed unit.
 type indexRow struct {
 	rowid int64
-	u     *Unit
-	d     *derived
-	keys  []uint64 // its posting lists (distinct)
-	held  []int32  // the term ids it holds in the dictionary
+	u     *Unit    // its derived is u.d
+	keys  []uint64 // its posting lists (distinct); with u.d, the term ids it holds in the dictionary
 	nToks int
 }
 
@@ -97,25 +96,23 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 		ix.rows = append(ix.rows, indexRow{})
 	}
 	r := &ix.rows[slot]
+	ix.share(u)
 	r.rowid, r.u, r.nToks = u.rowid, u, len(toks)
-	r.held = make([]int32, 0, len(toks)+8)
-	intern := func(t string) int32 {
-		id := ix.dict.intern(t)
-		r.held = append(r.held, id)
-		return id
-	}
-	r.d = deriveUnit(u, intern)
+	u.d = deriveUnit(u, ix.dict.intern)
 	dl := int32(len(toks) + 1) // + the visibility column's token
 	tf := ix.tfScratch
 	clear(tf)
+	keys := ix.keyScratch[:0]
 	for _, t := range toks {
 		k, term := splitToken(t)
-		key := postKey(ix.visID(k), intern(term))
+		key := postKey(ix.visID(k), ix.dict.intern(term))
 		if tf[key] == 0 {
-			r.keys = append(r.keys, key)
+			keys = append(keys, key)
 		}
 		tf[key]++
 	}
+	ix.keyScratch = keys
+	r.keys = slices.Clone(keys) // one allocation of the right size
 	for _, key := range r.keys {
 		ix.post[key] = append(ix.post[key], ipost{slot: slot, tf: tf[key], dl: dl})
 	}
@@ -132,6 +129,30 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 	ix.standingAdd(u)
 }
 
+// share makes u's short, repeated strings (scope, agent, visibility,
+// type, status, origin) the index's one copy of each: fewer objects for the
+// collector to mark, and ranking reads the visibility from memory it read
+// for the candidate before.
+func (ix *memIndex) share(u *Unit) {
+	in := func(s string) string {
+		if s == "" {
+			return s
+		}
+		if x, ok := ix.strs[s]; ok {
+			return x
+		}
+		if len(ix.strs) < maxSharedStrings {
+			ix.strs[s] = s
+		}
+		return s
+	}
+	u.Scope, u.Agent, u.vis, u.Status, u.Origin = in(u.Scope), in(u.Agent), in(u.vis), in(u.Status), in(u.Origin)
+	u.Type = Type(in(string(u.Type)))
+}
+
+// maxSharedStrings bounds the strings share keeps (scopes and agents are few).
+const maxSharedStrings = 4096
+
 // remove takes a row out of the index (no-op when absent).
 func (ix *memIndex) remove(rowid int64) {
 	slot, ok := ix.slotOf[rowid]
@@ -140,10 +161,14 @@ func (ix *memIndex) remove(rowid int64) {
 	}
 	r := &ix.rows[slot]
 	u := r.u
+	// The dictionary's holds of this row (what add interned): each
+	// token's term (tf times per posting list), derive's terms and entities.
 	for _, key := range r.keys {
 		ps := ix.post[key]
+		tf := int32(0)
 		for i := range ps {
 			if ps[i].slot == slot {
+				tf = ps[i].tf
 				ps = append(ps[:i], ps[i+1:]...)
 				break
 			}
@@ -153,9 +178,17 @@ func (ix *memIndex) remove(rowid int64) {
 		} else {
 			ix.post[key] = ps
 		}
+		for ; tf > 0; tf-- {
+			ix.dict.release(int32(uint32(key)))
+		}
 	}
-	for _, id := range r.held {
+	for _, id := range u.d.ids {
 		ix.dict.release(id)
+	}
+	for _, id := range u.d.ents {
+		if id != entEnd {
+			ix.dict.release(id)
+		}
 	}
 	ix.nRows--
 	ix.nTok -= int64(r.nToks) + 1
@@ -248,12 +281,16 @@ func (s *scratchStack) put(m *matchScratch) {
 
 func (v *indexView) frequencies(_ context.Context, vis, terms []string) ([][]int, []int, error) {
 	ix := v.ix
-	df := make([][]int, len(terms))
-	flat := make([]int, len(terms)*len(vis))
+	n := len(terms) * len(vis)
+	v.dfFlat = slices.Grow(v.dfFlat[:0], n)[:n]
+	clear(v.dfFlat)
+	v.df = slices.Grow(v.df[:0], len(terms))[:len(terms)]
+	df, flat := v.df, v.dfFlat
 	for i := range terms {
 		df[i] = flat[i*len(vis) : (i+1)*len(vis)]
 	}
-	units := make([]int, len(vis))
+	v.visUnits = slices.Grow(v.visUnits[:0], len(vis))[:len(vis)]
+	units := v.visUnits
 	var ids []int32
 	for j, vs := range vis {
 		k := visKey(vs)
@@ -263,7 +300,8 @@ func (v *indexView) frequencies(_ context.Context, vis, terms []string) ([][]int
 			continue
 		}
 		if ids == nil {
-			ids = make([]int32, len(terms))
+			ids = slices.Grow(v.ids[:0], len(terms))[:len(terms)]
+			v.ids = ids
 			for i, t := range terms {
 				if id, ok := ix.dict.lookup(t); ok {
 					ids[i] = id
@@ -332,8 +370,9 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 		}
 	}
 	sc.top = top
-	units := make([]*Unit, len(top))
-	scores := make([]float64, len(top))
+	units := slices.Grow(v.matched[:0], len(top))[:len(top)]
+	scores := slices.Grow(v.scores[:0], len(top))[:len(top)]
+	v.matched, v.scores = units, scores
 	for i, x := range top {
 		units[i], scores[i] = ix.rows[x.slot].u, x.r
 	}
@@ -350,11 +389,25 @@ func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
 	return out, nil
 }
 
+// derived is the index's own for its units (set when added: no lookup).
 func (v *indexView) derived(u *Unit) *derived {
-	if slot, ok := v.ix.slotOf[u.rowid]; ok && v.ix.rows[slot].u == u {
-		return v.ix.rows[slot].d
+	if u.d != nil {
+		return u.d
 	}
 	return deriveUnit(u, v.termID)
+}
+
+// termStr is the term of an id of the dictionary or of this query.
+func (v *indexView) termStr(id int32) string {
+	if id >= 0 {
+		return v.ix.dict.strs[id]
+	}
+	for t, x := range v.extra {
+		if x == id {
+			return t
+		}
+	}
+	return ""
 }
 
 // termID is a term's id in the index's dictionary; a term no unit holds

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -185,6 +187,22 @@ func TestIndexMatchTopK(t *testing.T) {
 		ix.add(&u, ftsTokens(u.vis, indexTerms(&u)))
 	}
 	check("after removals and reused slots")
+
+	// What a row holds in the dictionary is given back when it goes (the
+	// holds are read off its posting lists and derived terms).
+	for slot := range ix.rows {
+		if r := ix.rows[slot]; r.u != nil {
+			ix.remove(r.rowid)
+		}
+	}
+	if len(ix.dict.ids) != 0 || ix.nRows != 0 || len(ix.post) != 0 {
+		t.Fatalf("after removing every row: %d terms, %d rows, %d posting lists left", len(ix.dict.ids), ix.nRows, len(ix.post))
+	}
+	for id, n := range ix.dict.refs {
+		if n != 0 {
+			t.Fatalf("term id %d still has %d holders", id, n)
+		}
+	}
 }
 
 // The standing pools kept in place as units come and go rank exactly as
@@ -293,4 +311,81 @@ func ids(us []*Unit) string {
 		out[i] = u.rowid
 	}
 	return fmt.Sprint(out)
+}
+
+// The request path's shortcuts answer as the code they replace: the
+// ASCII-folding continuity check as lower-casing a copy (Kelvin sign and
+// dotted capital I included), the reused expansion as a fresh one, the
+// term bitset as the table behind it, and order as better.
+func TestRequestPathShortcuts(t *testing.T) {
+	for _, text := range []string{"Let's PICK UP where we left off", "as BEFORE", "Where Were We?", "pic\u212A up the thread", "İ PİCK UP", "继续上次的工作",
+		"nothing here", "", "CONTINUE", "We Were Doing the report", "resuming", "Yesterday's notes", "where"} {
+		lower := strings.ToLower(text)
+		want := false
+		for _, h := range continuityHints {
+			if strings.Contains(lower, h) {
+				want = continuityCue.MatchString(text)
+				break
+			}
+		}
+		if got := continuity(text); got != want {
+			t.Errorf("continuity(%q) = %v, lower-cased copy says %v", text, got, want)
+		}
+		for _, h := range continuityHints {
+			if isASCII(text) && containsLowerASCII(text, h) != strings.Contains(lower, h) {
+				t.Errorf("containsLowerASCII(%q, %q) differs", text, h)
+			}
+		}
+	}
+
+	var x expansion
+	for _, texts := range [][]string{
+		{"Which database should the migrations target?"},
+		{"draft a poem about autumn leaves", "and the S3 bucket"},
+		{strings.Repeat("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon ", 4) + "database"},
+		{"mysql"},
+	} {
+		if got, want := x.expand(texts), expandQuery(texts); !reflect.DeepEqual(got, want) {
+			t.Errorf("reused expansion of %q:\n%v\nfresh:\n%v", texts, got, want)
+		}
+	}
+
+	var set termSet
+	var table termWeights
+	ids := []int32{0, 5, 63, 64, 1000, -3}
+	table.reset(len(ids))
+	for _, id := range ids {
+		set.add(id)
+		table.put(id, 1)
+	}
+	for id := int32(-5); id < 1100; id++ {
+		_, inTable := table.get(id)
+		if inTable && !set.mayHold(id) {
+			t.Fatalf("the set rules out %d, which the table holds", id)
+		}
+		if id >= 0 && set.mayHold(id) != inTable {
+			t.Fatalf("set and table disagree on %d", id)
+		}
+	}
+	set.reset()
+	for _, id := range ids {
+		if id >= 0 && set.mayHold(id) {
+			t.Fatalf("%d still in the set after reset", id)
+		}
+	}
+
+	for _, c := range []struct {
+		a, b   float64
+		ra, rb int64
+	}{{1, 1, 2, 3}, {1, 1, 3, 2}, {2, 1, 1, 9}, {1, 2, 9, 1}, {1, 1, 4, 4}} {
+		want := 0
+		if better(c.a, c.b, c.ra, c.rb) {
+			want = -1
+		} else if better(c.b, c.a, c.rb, c.ra) {
+			want = 1
+		}
+		if got := order(c.a, c.b, c.ra, c.rb); got != want {
+			t.Errorf("order%v = %d, better says %d", c, got, want)
+		}
+	}
 }

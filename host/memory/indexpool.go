@@ -105,7 +105,7 @@ func (vs *visStanding) insert(u *Unit) {
 	if u.ExpiresAt != nil && !u.ExpiresAt.After(vs.at) {
 		return
 	}
-	x := rankedUnit{u, standingScore(u, vs.at)}
+	x := rankedUnit{u, standingAt(u, vs.at)}
 	n := len(vs.ranked)
 	if !vs.complete && (n == 0 || !better(x.s, vs.ranked[n-1].s, u.rowid, vs.ranked[n-1].u.rowid)) {
 		return // below what the ranking holds: it stays a true prefix
@@ -128,7 +128,7 @@ func (vs *visStanding) rank(now time.Time) {
 			continue
 		}
 		n++
-		x := rankedUnit{u, standingScore(u, now)}
+		x := rankedUnit{u, standingAt(u, now)}
 		if len(top) == poolDepth && !better(x.s, top[poolDepth-1].s, u.rowid, top[poolDepth-1].u.rowid) {
 			continue
 		}
@@ -142,6 +142,16 @@ func (vs *visStanding) rank(now time.Time) {
 		}
 	}
 	vs.ranked, vs.at, vs.valid, vs.complete = top, now, true, n <= poolDepth
+}
+
+// standingAt is standingScore from the weights the index derived.
+func standingAt(u *Unit, now time.Time) float64 {
+	if u.d == nil {
+		return standingScore(u, now)
+	}
+	w := &u.d.w
+	age := w.ageDays(now)
+	return w.standingScore(age, w.importance(age))
 }
 
 // newestSummaries returns the two newest summaries (by when they were

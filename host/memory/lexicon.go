@@ -201,19 +201,51 @@ type qterm struct {
 // switched to MySQL" and a search for "database" finds it. A value adds the
 // category's names ("mysql" → "database"), not the other values.
 func expandQuery(texts []string) []qterm {
-	var base []string
+	var x expansion
+	return x.expand(texts)
+}
+
+// expansion is expandQuery's working space, reused from query to query
+// (the request path allocates little).
+type expansion struct {
+	base []string
+	out  []qterm
+	seen map[string]struct{}
+}
+
+// expand is expandQuery in x's space: the result is valid until the next
+// call.
+func (x *expansion) expand(texts []string) []qterm {
+	base := x.base[:0]
 	for i := len(texts) - 1; i >= 0 && len(base) < maxQueryTerms; i-- {
 		base = append(base, queryTextTerms(texts[i])...)
 	}
-	base = distinct(base)
+	if x.seen == nil {
+		x.seen = make(map[string]struct{}, 2*maxQueryTerms)
+	}
+	seen := x.seen
+	clear(seen)
+	n := 0
+	for _, t := range base { // distinct, in order
+		if _, ok := seen[t]; !ok {
+			seen[t] = struct{}{}
+			base[n] = t
+			n++
+		}
+	}
+	clear(base[n:])
+	base = base[:n]
 	if len(base) > maxQueryTerms {
+		for _, t := range base[maxQueryTerms:] {
+			delete(seen, t)
+		}
+		clear(base[maxQueryTerms:])
 		base = base[:maxQueryTerms]
 	}
-	out := make([]qterm, 0, len(base)+16)
-	seen := make(map[string]struct{}, len(base)+16)
+	x.base = base
+	out := x.out[:0]
 	for _, t := range base {
 		out = append(out, qterm{t, 1})
-		seen[t] = struct{}{}
 	}
 	// Which categories the query names (by a topic or related term) or
 	// mentions a value of, from the terms alone.
@@ -258,6 +290,7 @@ func expandQuery(texts []string) []qterm {
 			add(c.topicsF)
 		}
 	}
+	x.out = out
 	return out
 }
 
@@ -293,32 +326,39 @@ func init() {
 	}
 }
 
-// The terms of recent query texts: a turn's query holds the user's last
-// three messages, two of which the previous turns of the session already
-// split.
+// The terms of recent query texts, and whether each asks to pick up the
+// thread: a turn's query holds the user's last three messages, two of which
+// the previous turns of the session already read.
 var (
 	termsCacheMu sync.Mutex
-	termsCache   = map[string][]string{}
+	termsCache   = map[string]queryText{}
 )
+
+type queryText struct {
+	terms []string
+	cue   bool // continuity
+}
 
 const termsCacheSize = 4096
 
-func queryTextTerms(text string) []string {
+func queryTextTerms(text string) []string { return readQueryText(text).terms }
+
+func readQueryText(text string) queryText {
 	if len(text) > 4096 {
-		return Terms(text)
+		return queryText{Terms(text), continuity(text)}
 	}
 	termsCacheMu.Lock()
-	ts, ok := termsCache[text]
+	qt, ok := termsCache[text]
 	termsCacheMu.Unlock()
 	if ok {
-		return ts
+		return qt
 	}
-	ts = Terms(text)
+	qt = queryText{Terms(text), continuity(text)}
 	termsCacheMu.Lock()
 	if len(termsCache) >= termsCacheSize {
 		clear(termsCache)
 	}
-	termsCache[text] = ts
+	termsCache[text] = qt
 	termsCacheMu.Unlock()
-	return ts
+	return qt
 }

@@ -110,7 +110,8 @@ type Unit struct {
 	rowid  int64
 	vis    string
 	tokens int
-	msg    string // while ingesting: the message it came from
+	msg    string   // while ingesting: the message it came from
+	d      *derived // when in the in-memory index: what ranking reads of it
 }
 
 // ErrNotFound is returned for an unknown memory id.
@@ -221,11 +222,33 @@ func visToken(scope, agent string) string {
 // visible are the tokens a query by agent in scope may read: the scope's
 // shared units and the agent's own.
 func visible(scope, agent string) []string {
-	if agent == "" {
-		return []string{visToken(scope, "")}
+	k := [2]string{scope, agent}
+	visMu.Lock()
+	v, ok := visMemo[k]
+	visMu.Unlock()
+	if ok {
+		return v
 	}
-	return []string{visToken(scope, ""), visToken(scope, agent)}
+	if agent == "" {
+		v = []string{visToken(scope, "")}
+	} else {
+		v = []string{visToken(scope, ""), visToken(scope, agent)}
+	}
+	visMu.Lock()
+	if len(visMemo) >= 1024 {
+		clear(visMemo)
+	}
+	visMemo[k] = v
+	visMu.Unlock()
+	return v
 }
+
+// visMemo remembers visible's answers (two hashes per query otherwise);
+// callers must not change them.
+var (
+	visMu   sync.Mutex
+	visMemo = map[[2]string][]string{}
+)
 
 func newUID() string {
 	var b [8]byte

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -39,6 +40,8 @@ type source interface {
 	// termID is the id derived gives a term (the same for the same term
 	// within one query).
 	termID(t string) int32
+	// termStr is the term of an id termID gave or derived holds.
+	termStr(id int32) string
 }
 
 // visTerm is one posting list: a term within a visibility.
@@ -51,32 +54,112 @@ func (k visTerm) token() string { return visKey(k.vis) + k.term }
 
 // derived is what matching needs of a unit's words, computed once per unit
 // by the index (the SQL path computes it per query). Terms are compared by
-// id: the index's dictionary, or the SQL source's own for one query.
+// id: the index's dictionary, or the SQL source's own for one query (the
+// source gives a term's string back: termStr). It also holds, side by side,
+// what ranking reads of the unit (weights), so scoring a candidate reads
+// one object and not the unit's scattered fields.
 type derived struct {
-	terms  []string  // distinct index terms, in index order
-	ids    []int32   // their ids
-	sorted []int32   // the ids, sorted (for overlap)
-	ents   [][]int32 // the term ids of each entity
-	line   string    // the rendered bullet
+	ids    []int32 // the distinct index terms' ids, in index order
+	sorted []int32 // the ids, sorted (for overlap)
+	ents   []int32 // the term ids of each entity, each followed by entEnd
+	nEnts  int
+	line   string // the rendered bullet
+	w      unitWeights
 }
 
+// entEnd ends an entity's term ids in derived.ents.
+const entEnd = math.MinInt32
+
 func deriveUnit(u *Unit, id func(string) int32) *derived {
-	d := &derived{terms: distinct(indexTerms(u)), line: renderLine(u)}
-	d.ids = make([]int32, len(d.terms))
-	for i, t := range d.terms {
-		d.ids[i] = id(t)
-	}
-	d.sorted = slices.Clone(d.ids)
-	slices.Sort(d.sorted)
+	terms := distinct(indexTerms(u))
+	n := len(terms)
+	var ets [][]string
+	ne := 0
 	for _, e := range u.Entities {
 		ts := Terms(e)
-		ids := make([]int32, len(ts))
-		for i, t := range ts {
-			ids[i] = id(t)
+		ets = append(ets, ts)
+		ne += len(ts) + 1
+	}
+	slab := make([]int32, 2*n+ne) // one allocation for the three lists
+	d := &derived{ids: slab[:n:n], sorted: slab[n : 2*n : 2*n], ents: slab[2*n:], nEnts: len(u.Entities), line: renderLine(u), w: weightsOf(u)}
+	for i, t := range terms {
+		d.ids[i] = id(t)
+	}
+	copy(d.sorted, d.ids)
+	slices.Sort(d.sorted)
+	k := 0
+	for _, ts := range ets {
+		for _, t := range ts {
+			d.ents[k] = id(t)
+			k++
 		}
-		d.ents = append(d.ents, ids)
+		d.ents[k] = entEnd
+		k++
 	}
 	return d
+}
+
+// unitWeights is what scoring reads of a unit, computed from it once.
+type unitWeights struct {
+	rowid     int64
+	lastSeen  time.Time
+	expires   time.Time // when hasExpiry
+	hasExpiry bool
+	active    bool
+	standing  bool // standingKind
+	summary   bool // a session summary
+	vis       string
+	impR      float64 // importance reinforced by repetition, at most 1
+	hl        float64 // importance's half-life, days
+	floor     float64 // the share of importance that never fades
+	ment      float64 // the standing score's mentions term
+	boost     float64 // the fact score's type and confidence factor
+	tokens    int
+	typ       Type
+	slot      string // the subject, when it names a slot of its own (slotted)
+}
+
+func weightsOf(u *Unit) unitWeights {
+	w := unitWeights{rowid: u.rowid, lastSeen: u.LastSeenAt, active: u.Status == StatusActive, standing: standingKind(u),
+		summary: u.Type == WorkingSummary, vis: u.vis, tokens: u.tokens, typ: u.Type}
+	if slotted(u.Subject) {
+		w.slot = u.Subject
+	}
+	if u.ExpiresAt != nil {
+		w.expires, w.hasExpiry = *u.ExpiresAt, true
+	}
+	imp := u.Importance
+	if u.Mentions > 1 {
+		imp += 0.05 * math.Log2(float64(u.Mentions))
+	}
+	w.impR = min(1, imp)
+	w.hl = halfLife[u.Type]
+	if w.hl == 0 {
+		w.hl = 90
+	}
+	w.floor = 0.1
+	if u.Type == Preference || u.Type == Semantic {
+		w.floor = 0.5
+	}
+	w.ment = min(1, math.Log2(float64(max(1, u.Mentions)))/4)
+	w.boost = typeBoost[u.Type] * (0.8 + 0.2*u.Confidence)
+	return w
+}
+
+// live: active, not expired at now.
+func (w *unitWeights) live(now time.Time) bool {
+	return w.active && (!w.hasExpiry || w.expires.After(now))
+}
+
+// ageDays is how long ago, in days, the unit was last stated (0 when in the
+// future).
+func (w *unitWeights) ageDays(now time.Time) float64 {
+	return max(0, now.Sub(w.lastSeen).Hours()/24)
+}
+
+// importance is effectiveImportance at age days.
+func (w *unitWeights) importance(age float64) float64 {
+	return w.impR * max(math.Pow(0.5, age/w.hl), w.floor)
 }
 
 // sortedJaccard is |a∩b| / |a∪b| of two sorted sets.
@@ -133,11 +216,15 @@ func hasTag(tags []string, t string) bool {
 // standingScore ranks standing units without a query: importance (decayed,
 // reinforced by repetition), how often it was stated, how recently.
 func standingScore(u *Unit, now time.Time) float64 {
-	imp := effectiveImportance(u, now)
-	ment := min(1, math.Log2(float64(max(1, u.Mentions)))/4)
-	age := max(0, now.Sub(u.LastSeenAt).Hours()/24)
+	w := weightsOf(u)
+	age := w.ageDays(now)
+	return w.standingScore(age, w.importance(age))
+}
+
+// standingScore is standingScore at age days with importance imp.
+func (w *unitWeights) standingScore(age, imp float64) float64 {
 	rec := math.Exp(-age / 30)
-	return 0.5*imp + 0.3*ment + 0.2*rec
+	return 0.5*imp + 0.3*w.ment + 0.2*rec
 }
 
 // selectPool keeps the best standingPool standing units, best first.
@@ -152,7 +239,7 @@ func selectPool(units []*Unit, now time.Time) []*Unit {
 			all = append(all, su{u, standingScore(u, now)})
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return better(all[i].s, all[j].s, all[i].u.rowid, all[j].u.rowid) })
+	slices.SortFunc(all, func(a, b su) int { return order(a.s, b.s, a.u.rowid, b.u.rowid) })
 	if len(all) > standingPool {
 		all = all[:standingPool]
 	}
@@ -170,13 +257,49 @@ var continuityCue = regexp.MustCompile(`(?i)\b(?:last time|yesterday|earlier|pre
 var continuityHints = []string{"last time", "yesterday", "earlier", "previous", "where ", "continu", "pick up", "resum", "as before", "discussed", "we were", "上次", "昨天", "之前", "继续", "接着", "刚才"}
 
 func continuity(text string) bool {
-	lower := strings.ToLower(text)
+	if !isASCII(text) { // lower-casing may turn other letters into ASCII ones (K)
+		lower := strings.ToLower(text)
+		for _, h := range continuityHints {
+			if strings.Contains(lower, h) {
+				return continuityCue.MatchString(text)
+			}
+		}
+		return false
+	}
 	for _, h := range continuityHints {
-		if strings.Contains(lower, h) {
+		if containsLowerASCII(text, h) {
 			return continuityCue.MatchString(text)
 		}
 	}
 	return false
+}
+
+// containsLowerASCII is strings.Contains(strings.ToLower(s), h) for an
+// ASCII s, without lower-casing a copy.
+func containsLowerASCII(s, h string) bool {
+	if len(h) == 0 {
+		return true
+	}
+	if h[0] >= 0x80 {
+		return false // an ASCII text holds no other letters
+	}
+	for i := 0; i+len(h) <= len(s); i++ {
+		j := 0
+		for j < len(h) && lowerASCII(s[i+j]) == h[j] {
+			j++
+		}
+		if j == len(h) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + ('a' - 'A')
+	}
+	return c
 }
 
 // minCosine is the similarity at which an embedding alone makes a unit a
@@ -196,6 +319,8 @@ type scored struct {
 	cue          bool // a session summary, asked for
 	matched      []string
 	emb          float64
+	bm           float64 // bm25 (lower is better), when hasBM
+	hasBM        bool
 	score        float64 // as a fact: relevance, importance, recency, type
 	rule         float64 // as a standing rule: standing score and relevance
 	relevant     bool    // as a fact: the turn is about it
@@ -213,7 +338,9 @@ func (c *scored) hit(asRule bool) Hit {
 	if asRule {
 		score = c.rule
 	}
-	return Hit{Unit: *c.u, Score: math.Round(score*1e4) / 1e4, Matched: matched,
+	u := *c.u
+	u.d = nil // the index's, not the caller's
+	return Hit{Unit: u, Score: math.Round(score*1e4) / 1e4, Matched: matched,
 		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue), line: c.d.line}
 }
 
@@ -221,20 +348,62 @@ func (c *scored) hit(asRule bool) Hit {
 // query to query (the request path allocates little).
 type scoreScratch struct {
 	cands   map[int64]*scored
-	order   []int64
-	slab    []scored // candidates, allocated together
-	bm      map[int64]float64
+	order   []*scored // the candidates, in the order they were added
+	slab    []scored  // candidates, allocated together
+	maxBM   float64   // the best bm25 (negated) among the lexical matches
 	cos     map[int64]float64
 	qidf    termWeights // weighted idf of the query's terms, by term id
 	out     []*scored
 	matched []string // the candidates' matched terms, one after another
 	keys    []visTerm
 	qt      queryTerms
+	qset    termSet // the query's term ids (a first test before qidf)
+	qterms  []string
+	ex      expansion
+	facts   []*scored
+	rules   []*scored
+}
+
+// termSet is a bitset of (non-negative) term ids: a cheap first test, in
+// a few cache lines, before the weights table. A negative id (a term no unit
+// holds) is left to the table.
+type termSet struct {
+	bits []uint64
+	ids  []int32
+}
+
+func (s *termSet) add(id int32) {
+	if id < 0 {
+		return
+	}
+	w := int(id >> 6)
+	if w >= len(s.bits) {
+		s.bits = slices.Grow(s.bits, w+1-len(s.bits))[:w+1] // bits past len are zero (reset clears what it set)
+	}
+	s.bits[w] |= 1 << (uint32(id) & 63)
+	s.ids = append(s.ids, id)
+}
+
+// mayHold is false when id is surely not in the set.
+func (s *termSet) mayHold(id int32) bool {
+	if id < 0 {
+		return true
+	}
+	w := int(id >> 6)
+	return w < len(s.bits) && s.bits[w]&(1<<(uint32(id)&63)) != 0
+}
+
+func (s *termSet) reset() {
+	for _, id := range s.ids {
+		s.bits[id>>6] = 0
+	}
+	s.ids = s.ids[:0]
 }
 
 var scoreScratches = sync.Pool{New: func() any {
-	return &scoreScratch{cands: make(map[int64]*scored, 96), slab: make([]scored, 0, 96), bm: map[int64]float64{},
-		cos: map[int64]float64{}}
+	// Room for every candidate of two visibilities (their pools, the
+	// lexical matches, summaries) in one slab.
+	return &scoreScratch{cands: make(map[int64]*scored, 128), slab: make([]scored, 0, 128), cos: map[int64]float64{}}
 }}
 
 func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratch) }
@@ -243,12 +412,17 @@ func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratc
 // used after it.
 func (sc *scoreScratch) release() {
 	clear(sc.cands)
-	clear(sc.bm)
+	clear(sc.order)
+	sc.maxBM = 0
 	clear(sc.cos)
 	clear(sc.slab)
 	clear(sc.out)
 	clear(sc.matched)
+	clear(sc.facts)
+	clear(sc.rules)
+	sc.qset.reset()
 	sc.order, sc.slab, sc.out, sc.matched, sc.keys = sc.order[:0], sc.slab[:0], sc.out[:0], sc.matched[:0], sc.keys[:0]
+	sc.facts, sc.rules = sc.facts[:0], sc.rules[:0]
 	sc.qt = queryTerms{df: sc.qt.df[:0], present: sc.qt.present[:0], match: sc.qt.match[:0], byRarity: sc.qt.byRarity[:0]}
 	scoreScratches.Put(sc)
 }
@@ -307,7 +481,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		vis = visible(scope, q.Agent)
 	}
 	now := s.now()
-	qt, err := sc.weighQuery(ctx, src, expandQuery(q.Texts), vis)
+	qt, err := sc.weighQuery(ctx, src, sc.ex.expand(q.Texts), vis)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +496,7 @@ func (s *Store) score(ctx context.Context, src source, q Query, vis []string, st
 		return nil, err
 	}
 	qw := sc.weighTerms(src, qt)
-	return s.rankCandidates(src, vis, now, cue, qw, sc), nil
+	return s.rankCandidates(src, vis, now, cue, standing, qw, sc), nil
 }
 
 // queryTerms is the query's terms with their document frequencies (per
@@ -345,10 +519,11 @@ func (sc *scoreScratch) weighQuery(ctx context.Context, src source, qs []qterm, 
 	if max := 600 / len(vis); len(qs) > max {
 		qs = qs[:max]
 	}
-	qterms := make([]string, len(qs))
-	for i, x := range qs {
-		qterms[i] = x.t
+	qterms := sc.qterms[:0]
+	for _, x := range qs {
+		qterms = append(qterms, x.t)
 	}
+	sc.qterms = qterms
 	dfv, visUnits, err := src.frequencies(ctx, vis, qterms)
 	if err != nil {
 		return nil, err
@@ -379,7 +554,7 @@ func (qt *queryTerms) rarest() {
 	df := qt.df
 	byRarity := append(qt.byRarity[:0], qt.present...)
 	qt.byRarity = byRarity
-	sort.SliceStable(byRarity, func(a, b int) bool { return df[byRarity[a]] < df[byRarity[b]] })
+	slices.SortStableFunc(byRarity, func(a, b int) int { return cmp.Compare(df[a], df[b]) })
 	budget := max(200, qt.total/400)
 	match := qt.match[:0]
 	spent := 0
@@ -413,7 +588,7 @@ func (sc *scoreScratch) add(u *Unit, pool bool) *scored {
 		c = &scored{u: u, pool: pool}
 	}
 	sc.cands[u.rowid] = c
-	sc.order = append(sc.order, u.rowid)
+	sc.order = append(sc.order, c)
 	return c
 }
 
@@ -437,37 +612,33 @@ func (sc *scoreScratch) addLexical(ctx context.Context, src source, qt *queryTer
 		return err
 	}
 	for i, u := range units {
-		sc.add(u, false)
-		sc.bm[u.rowid] = scores[i]
+		c := sc.add(u, false)
+		c.bm, c.hasBM = scores[i], true
+		sc.maxBM = max(sc.maxBM, -scores[i])
 	}
 	return nil
 }
 
 // asksContinuity reports whether any text asks to pick up the thread.
 func asksContinuity(texts []string) bool {
-	cue := false
 	for _, t := range texts {
-		if continuity(t) {
-			cue = true
+		if readQueryText(t).cue {
+			return true
 		}
 	}
-	return cue
+	return false
 }
 
 // addPools adds, when standing, each visibility's standing pool and (on a
-// continuity cue) its newest summaries. With embeddings on the pools are
-// read (and cached) even when not standing, as before the split.
+// continuity cue) its newest summaries.
 func (s *Store) addPools(ctx context.Context, src source, vis []string, standing, cue bool, sc *scoreScratch) error {
-	if !standing && !s.embeddingsOn() {
+	if !standing {
 		return nil
 	}
 	for _, v := range vis {
 		p, err := src.pool(ctx, v)
 		if err != nil {
 			return err
-		}
-		if !standing {
-			continue
 		}
 		for _, u := range p.standing {
 			sc.add(u, true)
@@ -515,7 +686,9 @@ func (sc *scoreScratch) weighTerms(src source, qt *queryTerms) float64 {
 	sc.qidf.reset(len(qt.present))
 	for _, i := range qt.present {
 		w := qt.qs[i].w * qt.idf(i)
-		sc.qidf.put(src.termID(qt.qs[i].t), w)
+		id := src.termID(qt.qs[i].t)
+		sc.qidf.put(id, w)
+		sc.qset.add(id)
 		qw += w
 	}
 	return qw
@@ -524,52 +697,58 @@ func (sc *scoreScratch) weighTerms(src source, qt *queryTerms) float64 {
 // rankCandidates scores every live, visible candidate that the turn is
 // about (or that stands), in the order they were added: lexical (bm25 and
 // idf-weighted coverage of the query), entity overlap, embedding
-// similarity, importance (decayed), recency, type.
-func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue bool, qw float64, sc *scoreScratch) []*scored {
-	maxBM := 0.0
-	for _, v := range sc.bm {
-		maxBM = max(maxBM, -v)
-	}
+// similarity, importance (decayed), recency, type. When standing (the
+// request path), a standing unit is scored as a rule only: retrieval never
+// weighs it as a fact.
+func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, standing bool, qw float64, sc *scoreScratch) []*scored {
+	maxBM := sc.maxBM
 	embOn := s.embeddingsOn()
 	out := sc.out
-	for _, id := range sc.order {
-		c := sc.cands[id]
-		u := c.u
-		if u.Status != StatusActive || u.ExpiresAt != nil && !u.ExpiresAt.After(now) || !contains(vis, u.vis) {
+	for _, c := range sc.order {
+		d := src.derived(c.u)
+		w := &d.w
+		if !w.live(now) || !contains(vis, w.vis) {
 			continue
 		}
-		c.d = src.derived(u)
-		matched, cov := sc.coverage(c.d)
-		emb := sc.cos[id]
-		isCue := u.Type == WorkingSummary && cue
+		c.d = d
+		matched, cov := sc.coverage(src, d)
+		emb := 0.0
+		if len(sc.cos) > 0 {
+			emb = sc.cos[w.rowid]
+		}
+		isCue := w.summary && cue
 		// Session summaries quote what was said, superseded statements
 		// included: they come only when the user asks to pick up the thread.
-		if !((len(matched) > 0 || emb >= minCosine || c.pool) && u.Type != WorkingSummary || isCue) {
+		if !((len(matched) > 0 || emb >= minCosine || c.pool) && !w.summary || isCue) {
 			continue
 		}
 		if qw > 0 {
 			cov /= qw
 		}
 		lex := 0.0
-		if b, ok := sc.bm[id]; ok && maxBM > 0 {
-			lex = 0.5 * (-b / maxBM)
+		if c.hasBM && maxBM > 0 {
+			lex = 0.5 * (-c.bm / maxBM)
 		}
 		lex += 0.5 * min(1, 2*cov)
-		ent := 0.0
-		if len(matched) > 0 {
-			ent = sc.entityOverlap(c.d)
-		}
 		c.matched, c.emb, c.cue = matched, emb, isCue
-		c.score = factScore(u, now, lex, ent, emb, embOn, isCue)
-		c.standingKind = standingKind(u)
+		c.standingKind = w.standing
+		age := w.ageDays(now)
+		imp := w.importance(age)
+		if !standing || !c.standingKind {
+			ent := 0.0
+			if len(matched) > 0 {
+				ent = sc.entityOverlap(d)
+			}
+			c.score = w.factScore(age, imp, lex, ent, emb, embOn, isCue)
+			c.relevant = len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
+		}
 		if c.standingKind {
 			rel := 0.0
 			if len(matched) > 0 || emb >= minCosine {
 				rel = lex + 0.3*max(0, emb)
 			}
-			c.rule = math.Round((standingScore(u, now)+0.5*rel)*1e4) / 1e4
+			c.rule = math.Round((w.standingScore(age, imp)+0.5*rel)*1e4) / 1e4
 		}
-		c.relevant = len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
 		out = append(out, c)
 	}
 	sc.out = out
@@ -578,13 +757,16 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue bool
 
 // coverage returns the query terms d holds (in sc.matched, capped so
 // later appends cannot overwrite them) and the sum of their weights.
-func (sc *scoreScratch) coverage(d *derived) ([]string, float64) {
+func (sc *scoreScratch) coverage(src source, d *derived) ([]string, float64) {
 	var cov float64
 	from := len(sc.matched)
-	for k, t := range d.ids {
+	for _, t := range d.ids {
+		if !sc.qset.mayHold(t) {
+			continue
+		}
 		if w, ok := sc.qidf.get(t); ok {
 			cov += w
-			sc.matched = append(sc.matched, d.terms[k])
+			sc.matched = append(sc.matched, src.termStr(t))
 		}
 	}
 	return sc.matched[from:len(sc.matched):len(sc.matched)], cov
@@ -593,28 +775,40 @@ func (sc *scoreScratch) coverage(d *derived) ([]string, float64) {
 // entityOverlap is the share of d's entities the query names (any of an
 // entity's terms).
 func (sc *scoreScratch) entityOverlap(d *derived) float64 {
-	if len(d.ents) == 0 {
+	if d.nEnts == 0 {
 		return 0
 	}
 	n := 0
-	for _, et := range d.ents {
-		for _, t := range et {
-			if _, ok := sc.qidf.get(t); ok {
+	named := false
+	for _, t := range d.ents {
+		if t == entEnd {
+			if named {
 				n++
-				break
+			}
+			named = false
+			continue
+		}
+		if !named && sc.qset.mayHold(t) {
+			if _, ok := sc.qidf.get(t); ok {
+				named = true
 			}
 		}
 	}
-	return float64(n) / float64(len(d.ents))
+	return float64(n) / float64(d.nEnts)
 }
 
 // factScore weighs a candidate as a fact: relevance, importance (decayed),
 // recency, embedding similarity, the continuity cue, then type and
 // confidence.
 func factScore(u *Unit, now time.Time, lex, ent, emb float64, embOn, isCue bool) float64 {
-	imp := effectiveImportance(u, now)
-	ageDays := now.Sub(u.LastSeenAt).Hours() / 24
-	rec := math.Exp(-max(0, ageDays) / 14)
+	w := weightsOf(u)
+	age := w.ageDays(now)
+	return w.factScore(age, w.importance(age), lex, ent, emb, embOn, isCue)
+}
+
+// factScore is factScore at age days with importance imp.
+func (w *unitWeights) factScore(age, imp, lex, ent, emb float64, embOn, isCue bool) float64 {
+	rec := math.Exp(-age / 14)
 	score := 0.45*lex + 0.1*ent + 0.3*imp + 0.1*rec
 	if embOn {
 		score += 0.3 * max(0, emb)
@@ -622,7 +816,7 @@ func factScore(u *Unit, now time.Time, lex, ent, emb float64, embOn, isCue bool)
 	if isCue {
 		score += 0.3
 	}
-	score *= typeBoost[u.Type] * (0.8 + 0.2*u.Confidence)
+	score *= w.boost
 	return math.Round(score*1e4) / 1e4
 }
 
@@ -662,22 +856,8 @@ var halfLife = map[Type]float64{Preference: 365, Semantic: 270, ProjectState: 12
 // since the unit was last stated; stated preferences and facts keep at least
 // half their weight.
 func effectiveImportance(u *Unit, now time.Time) float64 {
-	imp := u.Importance
-	if u.Mentions > 1 {
-		imp += 0.05 * math.Log2(float64(u.Mentions))
-	}
-	imp = min(1, imp)
-	age := max(0, now.Sub(u.LastSeenAt).Hours()/24)
-	hl := halfLife[u.Type]
-	if hl == 0 {
-		hl = 90
-	}
-	d := math.Pow(0.5, age/hl)
-	floor := 0.1
-	if u.Type == Preference || u.Type == Semantic {
-		floor = 0.5
-	}
-	return imp * max(d, floor)
+	w := weightsOf(u)
+	return w.importance(w.ageDays(now))
 }
 
 func (s *Store) embeddingsOn() bool {

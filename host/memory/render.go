@@ -1,7 +1,8 @@
 package memory
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,9 +58,22 @@ func renderItems(items []item, budget int) core.Section {
 		n := bodyTokens(items)
 		if budget <= 0 || n <= budget {
 			body := renderBody(items)
+			size := 0
+			for i := range items {
+				size += len("memory:") + len(items[i].id)
+			}
+			var b strings.Builder // one allocation for every id
+			b.Grow(size)
+			for i := range items {
+				b.WriteString("memory:")
+				b.WriteString(items[i].id)
+			}
+			all := b.String()
 			ids := make([]string, len(items))
+			at := 0
 			for i, it := range items {
-				ids[i] = "memory:" + it.id
+				n := len("memory:") + len(it.id)
+				ids[i], at = all[at:at+n], at+n
 			}
 			return core.Section{Title: "Memories", Body: body, IDs: ids, Tokens: n}
 		}
@@ -107,19 +121,20 @@ func typeRank(t Type) int {
 }
 
 func renderBody(items []item) string {
-	order := make([]int, len(items))
-	for i := range order {
-		order[i] = i
+	var buf [32]int
+	order := buf[:0]
+	for i := range items {
+		order = append(order, i)
 	}
-	sort.Slice(order, func(x, y int) bool {
-		a, b := &items[order[x]], &items[order[y]]
+	slices.SortFunc(order, func(x, y int) int {
+		a, b := &items[x], &items[y]
 		if a.typ != b.typ {
-			return typeRank(a.typ) < typeRank(b.typ)
+			return cmp.Compare(typeRank(a.typ), typeRank(b.typ))
 		}
 		if !a.said.Equal(b.said) {
-			return a.said.Before(b.said)
+			return a.said.Compare(b.said)
 		}
-		return a.id < b.id
+		return strings.Compare(a.id, b.id)
 	})
 	size := 0
 	for i := range items {

@@ -3,7 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 )
@@ -107,11 +107,11 @@ func (s *Store) Retrieve(ctx context.Context, q Query) (Result, error) {
 	if budget <= 0 {
 		budget = s.o.MaxTokens
 	}
-	src, release, err := s.source(ctx)
+	src, err := s.source(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	defer release()
+	defer releaseSource(src)
 	return s.retrieveFrom(ctx, src, q, topK, standingK, budget, q.sectionOnly)
 }
 
@@ -122,7 +122,7 @@ func (s *Store) retrieveFrom(ctx context.Context, src source, q Query, topK, sta
 	if err != nil {
 		return Result{}, err
 	}
-	var rules, facts []*scored
+	rules, facts := sc.rules[:0], sc.facts[:0]
 	for _, c := range all {
 		switch {
 		case c.standingKind:
@@ -133,26 +133,48 @@ func (s *Store) retrieveFrom(ctx context.Context, src source, q Query, topK, sta
 			facts = append(facts, c)
 		}
 	}
-	sort.Slice(facts, func(i, j int) bool { return better(facts[i].score, facts[j].score, facts[i].u.rowid, facts[j].u.rowid) })
-	sort.Slice(rules, func(i, j int) bool { return better(rules[i].rule, rules[j].rule, rules[i].u.rowid, rules[j].u.rowid) })
+	sc.rules, sc.facts = rules, facts
+	slices.SortFunc(facts, func(a, b *scored) int { return order(a.score, b.score, a.d.w.rowid, b.d.w.rowid) })
+	slices.SortFunc(rules, func(a, b *scored) int { return order(a.rule, b.rule, a.d.w.rowid, b.d.w.rowid) })
 
-	groups := map[Type]bool{}
-	chosenFacts, used := fit(facts, topK, int(factShare*float64(budget)), 0, groups, nil)
-	chosenRules, _ := fit(rules, standingK, budget, used, groups, nearDuplicate)
-	chosen := append(chosenRules, chosenFacts...)
-	items := make([]item, len(chosen))
-	for i, c := range chosen {
-		items[i] = item{typ: c.u.Type, said: c.u.SaidAt, id: c.u.ID, line: c.d.line, tokens: c.u.tokens}
+	var groups typeSet
+	var picked [2 * maxPicked]*scored
+	chosenFacts, used := fit(facts, topK, int(factShare*float64(budget)), 0, &groups, nil, picked[:0:maxPicked])
+	chosenRules, _ := fit(rules, standingK, budget, used, &groups, nearDuplicate, picked[maxPicked:maxPicked])
+	n := len(chosenRules) + len(chosenFacts)
+	var itemsBuf [2 * maxPicked]item
+	items := itemsBuf[:0]
+	if n > len(itemsBuf) {
+		items = make([]item, 0, n)
+	}
+	chosen := func(yield func(*scored) bool) {
+		for _, c := range chosenRules {
+			if !yield(c) {
+				return
+			}
+		}
+		for _, c := range chosenFacts {
+			if !yield(c) {
+				return
+			}
+		}
+	}
+	for c := range chosen {
+		items = append(items, item{typ: c.u.Type, said: c.u.SaidAt, id: c.u.ID, line: c.d.line, tokens: c.d.w.tokens})
 	}
 	res := Result{Section: renderItems(items, budget)}
 	if !sectionOnly {
-		res.Hits = make([]Hit, 0, len(chosen))
-		for _, c := range chosen {
+		res.Hits = make([]Hit, 0, n)
+		for c := range chosen {
 			res.Hits = append(res.Hits, c.hit(c.standingKind))
 		}
 	}
 	return res, nil
 }
+
+// maxPicked is how many facts, and rules, retrieval picks without
+// allocating (the limits are a few).
+const maxPicked = 16
 
 func better(a, b float64, ra, rb int64) bool {
 	if a != b {
@@ -161,17 +183,33 @@ func better(a, b float64, ra, rb int64) bool {
 	return ra > rb
 }
 
+// order is better as a comparison (best first) for slices.SortFunc.
+func order(a, b float64, ra, rb int64) int {
+	switch {
+	case better(a, b, ra, rb):
+		return -1
+	case better(b, a, rb, ra):
+		return 1
+	}
+	return 0
+}
+
+// typeSet is a set of unit types (the group headers fit has counted).
+type typeSet [8]bool
+
+func (g *typeSet) has(t Type) bool { return g[typeRank(t)] }
+func (g *typeSet) add(t Type)      { g[typeRank(t)] = true }
+
 // fit picks, best first, up to k candidates whose lines fit the budget
 // (used tokens are already spent; group headers count once), skipping
-// those too close to one already picked.
-func fit(cands []*scored, k, budget, used int, groups map[Type]bool, near func(a, b *scored) bool) ([]*scored, int) {
-	var out []*scored
+// those too close to one already picked; it appends them to out.
+func fit(cands []*scored, k, budget, used int, groups *typeSet, near func(a, b *scored) bool, out []*scored) ([]*scored, int) {
 	for _, c := range cands {
 		if len(out) == k {
 			break
 		}
-		cost := c.u.tokens + 1
-		if !groups[c.u.Type] {
+		cost := c.d.w.tokens + 1
+		if !groups.has(c.d.w.typ) {
 			cost += 8 // group header
 		}
 		if used+cost > budget-4 {
@@ -190,7 +228,7 @@ func fit(cands []*scored, k, budget, used int, groups map[Type]bool, near func(a
 			}
 		}
 		used += cost
-		groups[c.u.Type] = true
+		groups.add(c.d.w.typ)
 		out = append(out, c)
 	}
 	return out, used
@@ -200,8 +238,12 @@ func fit(cands []*scored, k, budget, used int, groups map[Type]bool, near func(a
 // same words (consolidation merges paraphrases; this also holds for units
 // learned before it did, or added by hand).
 func nearDuplicate(a, b *scored) bool {
-	if slotted(a.u.Subject) && a.u.Subject == b.u.Subject {
+	if a.d.w.slot != "" && a.d.w.slot == b.d.w.slot {
 		return true
+	}
+	x, y := len(a.d.sorted), len(b.d.sorted)
+	if 10*min(x, y) < 6*max(x, y) { // |a∩b|/|a∪b| ≤ min/max < 0.6
+		return false
 	}
 	return sortedJaccard(a.d.sorted, b.d.sorted) >= 0.6
 }
@@ -249,7 +291,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) ([]Hit, error) {
 			found = append(found, c)
 		}
 	}
-	sort.Slice(found, func(i, j int) bool { return better(found[i].score, found[j].score, found[i].u.rowid, found[j].u.rowid) })
+	slices.SortFunc(found, func(a, b *scored) int { return order(a.score, b.score, a.d.w.rowid, b.d.w.rowid) })
 	if len(found) > sq.Limit {
 		found = found[:sq.Limit]
 	}

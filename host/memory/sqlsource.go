@@ -18,6 +18,7 @@ type sqlSource struct {
 	gen  int64
 	now  time.Time
 	dict map[string]int32 // term ids of this query (termID)
+	strs []string         // their terms, by id
 }
 
 // visCache holds, for one visibility token and one generation, its pool and
@@ -280,6 +281,9 @@ func (q *sqlSource) termID(t string) int32 {
 	if !ok {
 		id = int32(len(q.dict))
 		q.dict[t] = id
+		q.strs = append(q.strs, t)
 	}
 	return id
 }
+
+func (q *sqlSource) termStr(id int32) string { return q.strs[id] }
