@@ -240,7 +240,7 @@ func (s *snapshot) kwPostings(term string) ([]posting, bool) {
 	if !ok {
 		return nil, false
 	}
-	return s.kw.terms[tok], true
+	return s.kw.lookup(tok), true
 }
 
 type scoreBuf struct {

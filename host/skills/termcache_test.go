@@ -24,8 +24,13 @@ func TestTermCacheMatchesFTS5(t *testing.T) {
 	}{
 		{"bank", func(t *testing.T) *Library { l, _ := bankLib(t); return l }},
 		{"synthetic-120", func(t *testing.T) *Library { return syntheticLibrary(t, 120) }},
+		// The benchmarks' and proxybench's library.
+		{"synthetic-1000", func(t *testing.T) *Library { return syntheticLibrary(t, 1000) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.name == "synthetic-1000" {
+				t.Skip("short: the 1,000-skill library takes seconds to write and index")
+			}
 			lib := tc.lib(t)
 			lib.noWarm = true
 			snap := lib.snap.Load()
