@@ -30,8 +30,8 @@ type bm25Index struct {
 }
 
 // lookup returns the postings of an FTS5 token (nil when no skill has it).
-func (ix *bm25Index) lookup(tok string) []posting {
-	i, ok := ix.terms[tok]
+func (ix *bm25Index) lookup(tok []byte) []posting {
+	i, ok := ix.terms[string(tok)] // no copy: the conversion is only a key
 	if !ok {
 		return nil
 	}
@@ -214,11 +214,20 @@ func scorePostings(v *rawVocab, pos map[int64]int32, nRow int) *bm25Index {
 // FTS5 indexes for it. ok is false when the term is not plain ASCII: then
 // unicode61's folding is left to FTS5 itself.
 func ftsToken(term string) (string, bool) {
+	if !ftsASCII(term) {
+		return "", false
+	}
+	return porterStem(term), true
+}
+
+// ftsASCII says whether term is plain lowercase ASCII letters and digits
+// (what the in-memory index can stem without unicode61's folding).
+func ftsASCII(term string) bool {
 	for i := 0; i < len(term); i++ {
 		c := term[i]
 		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
-			return "", false
+			return false
 		}
 	}
-	return porterStem(term), true
+	return true
 }

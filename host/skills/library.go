@@ -88,6 +88,7 @@ type Library struct {
 // entry is one skill in the snapshot with what rendering needs precomputed.
 type entry struct {
 	skill      *Skill
+	id         string // skill.ID(), which the section reports every turn
 	head       string // "### name\n" + description
 	headTokens int
 	body       string // the body as injected (see renderBody)

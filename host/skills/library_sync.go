@@ -377,7 +377,7 @@ func docFreq(entries []*entry) map[string]int {
 }
 
 func newEntry(s *Skill) *entry {
-	e := &entry{skill: s}
+	e := &entry{skill: s, id: s.ID()}
 	e.head = "### " + s.Name + "\n" + oneLine(s.Description) + "\n"
 	e.headTokens = tokens.Count(e.head)
 	if body := renderBody(s.Body); body != "" {

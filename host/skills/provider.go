@@ -201,7 +201,7 @@ func (p *Provider) render(hits []hit) core.Section {
 			b.WriteString(tails[i])
 			total += allot[i]
 		}
-		ids = append(ids, h.e.skill.ID())
+		ids = append(ids, h.e.id)
 	}
 	return core.Section{Title: "Skills", Body: b.String(), IDs: ids, Tokens: total}
 }
