@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -16,12 +18,30 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/skills/bank"
+	"github.com/metaclaw-go/metaclaw/host/tokens"
 )
 
 // syntheticLibrary writes n skills derived from the bank (each a bank skill
 // with lines mixed in from two others, so vocabulary overlaps like a real
 // library's) and opens a library on them.
 func syntheticLibrary(tb testing.TB, n int) *Library {
+	tb.Helper()
+	dir, skillsDir := writeSyntheticLibrary(tb, n)
+	st := openStore(tb, dir)
+	lib, err := Open(context.Background(), Options{Dir: skillsDir, Store: st, Log: zerolog.Nop()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { lib.Close() })
+	if got := len(lib.List()); got != n {
+		tb.Fatalf("loaded %d skills, want %d", got, n)
+	}
+	return lib
+}
+
+// writeSyntheticLibrary writes the files of syntheticLibrary and returns
+// the state folder and the skill folder in it.
+func writeSyntheticLibrary(tb testing.TB, n int) (dir, skillsDir string) {
 	tb.Helper()
 	var base []*Skill
 	for _, name := range bank.Names() {
@@ -35,8 +55,8 @@ func syntheticLibrary(tb testing.TB, n int) *Library {
 		}
 		base = append(base, s)
 	}
-	dir := tb.TempDir()
-	skillsDir := filepath.Join(dir, "skills")
+	dir = tb.TempDir()
+	skillsDir = filepath.Join(dir, "skills")
 	r := rand.New(rand.NewSource(42))
 	for i := 0; i < n; i++ {
 		b := base[i%len(base)]
@@ -69,16 +89,7 @@ func syntheticLibrary(tb testing.TB, n int) *Library {
 			tb.Fatal(err)
 		}
 	}
-	st := openStore(tb, dir)
-	lib, err := Open(context.Background(), Options{Dir: skillsDir, Store: st, Log: zerolog.Nop()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { lib.Close() })
-	if got := len(lib.List()); got != n {
-		tb.Fatalf("loaded %d skills, want %d", got, n)
-	}
-	return lib
+	return dir, skillsDir
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
@@ -196,4 +207,40 @@ func BenchmarkBM25Index1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(ix.terms)), "terms")
 	b.ReportMetric(float64(ix.postings), "postings")
+}
+
+// BenchmarkLibraryHeap1000 reports what a library of 1,000 skills keeps on
+// the heap once opened: every GC cycle of the daemon marks it beside the
+// requests. live-MB is the heap it holds; scan-MB the part of it that may
+// hold pointers (runtime/metrics /gc/scan/heap:bytes), which is what
+// marking has to read. The tokenizer's vocabulary is loaded beforehand so
+// it is not counted here.
+func BenchmarkLibraryHeap1000(b *testing.B) {
+	dir, skillsDir := writeSyntheticLibrary(b, 1000)
+	st := openStore(b, dir)
+	tokens.Warm()
+	var live, scan float64
+	for i := 0; i < b.N; i++ {
+		l0, s0 := heapNow()
+		lib, err := Open(context.Background(), Options{Dir: skillsDir, Store: st, Log: zerolog.Nop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l1, s1 := heapNow()
+		live, scan = float64(l1-l0), float64(s1-s0)
+		runtime.KeepAlive(lib)
+		lib.Close()
+	}
+	b.ReportMetric(live/(1<<20), "live-MB")
+	b.ReportMetric(scan/(1<<20), "scan-MB")
+}
+
+// heapNow is the live heap and its scannable part after a full GC.
+func heapNow() (live, scan uint64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	sample := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+	metrics.Read(sample)
+	return ms.HeapAlloc, sample[0].Value.Uint64()
 }

@@ -1,10 +1,12 @@
 package skills
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // bm25Index is FTS5's BM25 of every indexed term over every skill, built
@@ -15,9 +17,25 @@ import (
 // fts5_aux.c's formula (k1 = 1.2, b = 0.75, IDF clamped to 1e-6, column
 // weights bm25Weights, document length = the row's tokens over all
 // columns); TestTermCacheMatchesFTS5 checks them against FTS5's bm25().
+//
+// The postings of every term sit in one flat array (term i owns
+// post[start[i]:start[i+1]]) and the term strings in one arena string, so
+// the index is three allocations with pointers in none but the term map:
+// a GC cycle does not walk a slice per term.
 type bm25Index struct {
-	terms    map[string][]posting // FTS5 token → -bm25 of that token per skill
+	terms    map[string]int32 // FTS5 token → its number
+	start    []int32          // len(terms)+1 offsets into post
+	post     []posting        // -bm25 of each term per skill, term by term
 	postings int
+}
+
+// lookup returns the postings of an FTS5 token (nil when no skill has it).
+func (ix *bm25Index) lookup(tok []byte) []posting {
+	i, ok := ix.terms[string(tok)] // no copy: the conversion is only a key
+	if !ok {
+		return nil
+	}
+	return ix.post[ix.start[i]:ix.start[i+1]:ix.start[i+1]]
 }
 
 // bm25ColWeights are bm25Weights by column (name, description, tags, body).
@@ -44,11 +62,11 @@ func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*b
 	if err != nil {
 		return nil, err
 	}
-	raw, docLen, nToken, err := readVocabPostings(ctx, conn)
+	raw, err := readVocabPostings(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
-	return scorePostings(raw, docLen, pos, nRow, nToken), nil
+	return scorePostings(raw, pos, nRow), nil
 }
 
 // readSkillPositions maps the skills' row ids to their position in the
@@ -88,36 +106,44 @@ type rawPosting struct {
 	freq float64 // weighted: the sum of the column weights of its instances
 }
 
+// rawVocab is fts5vocab's instance table folded to one posting per term and
+// document: term i is terms[ends[i-1]:ends[i]] (from 0 for the first) and owns
+// post[start[i]:start[i+1]].
+type rawVocab struct {
+	terms  strings.Builder
+	ends   []int32
+	start  []int32
+	post   []rawPosting
+	docLen map[int64]int // tokens per document
+	nToken int
+}
+
 // readVocabPostings reads every term instance from fts5vocab into
 // postings by term, weighted by column, with each document's length in
-// tokens and the total token count (bounded by maxIndexPostings).
-func readVocabPostings(ctx context.Context, conn *sql.Conn) (map[string][]rawPosting, map[int64]int, int, error) {
-	raw := map[string][]rawPosting{}
-	docLen := map[int64]int{}
-	nToken := 0
+// tokens and the total token count (bounded by maxIndexPostings). The
+// rows come term by term, in order (fts5vocab walks the index).
+func readVocabPostings(ctx context.Context, conn *sql.Conn) (*rawVocab, error) {
+	v := &rawVocab{docLen: map[int64]int{}}
 	rows, err := conn.QueryContext(ctx, `SELECT term, doc, col FROM `+vocabTable)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("fts5vocab: %w", err)
+		return nil, fmt.Errorf("fts5vocab: %w", err)
 	}
+	defer rows.Close()
 	var term, col sql.RawBytes
 	var doc int64
-	var curTerm string
-	var cur []rawPosting
-	flush := func() {
-		if cur != nil {
-			raw[curTerm] = cur
-		}
-	}
-	npost := 0
+	var prev []byte
 	for rows.Next() {
 		if err := rows.Scan(&term, &doc, &col); err != nil {
-			rows.Close()
-			return nil, nil, 0, err
+			return nil, err
 		}
-		if cur == nil || string(term) != curTerm {
-			flush()
-			curTerm = string(term)
-			cur = raw[curTerm] // normally nil: rows come term by term
+		if len(v.ends) == 0 || !bytes.Equal(term, prev) {
+			if len(v.ends) > 0 && bytes.Compare(term, prev) < 0 {
+				return nil, fmt.Errorf("fts5vocab: terms out of order (%q after %q)", term, prev)
+			}
+			v.terms.Write(term)
+			v.ends = append(v.ends, int32(v.terms.Len()))
+			v.start = append(v.start, int32(len(v.post)))
+			prev = append(prev[:0], term...)
 		}
 		w := 1.0
 		if len(col) > 0 {
@@ -132,52 +158,55 @@ func readVocabPostings(ctx context.Context, conn *sql.Conn) (map[string][]rawPos
 				w = bm25ColWeights[3]
 			}
 		}
-		if n := len(cur); n > 0 && cur[n-1].doc == doc {
-			cur[n-1].freq += w
+		if n := len(v.post); n > int(v.start[len(v.start)-1]) && v.post[n-1].doc == doc {
+			v.post[n-1].freq += w
 		} else {
-			cur = append(cur, rawPosting{doc: doc, freq: w})
-			npost++
-			if npost > maxIndexPostings {
-				rows.Close()
-				return nil, nil, 0, fmt.Errorf("more than %d postings", maxIndexPostings)
+			if len(v.post) >= maxIndexPostings {
+				return nil, fmt.Errorf("more than %d postings", maxIndexPostings)
 			}
+			v.post = append(v.post, rawPosting{doc: doc, freq: w})
 		}
-		docLen[doc]++
-		nToken++
+		v.docLen[doc]++
+		v.nToken++
 	}
-	flush()
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, nil, 0, err
+		return nil, err
 	}
-	return raw, docLen, nToken, nil
+	v.start = append(v.start, int32(len(v.post)))
+	return v, nil
 }
 
 // scorePostings turns the raw postings into bm25 scores by snapshot
 // position, dropping the rows the snapshot does not hold.
-func scorePostings(raw map[string][]rawPosting, docLen map[int64]int, pos map[int64]int32, nRow, nToken int) *bm25Index {
+func scorePostings(v *rawVocab, pos map[int64]int32, nRow int) *bm25Index {
 	const k1, b = 1.2, 0.75
-	avgdl := float64(nToken) / float64(nRow)
-	ix := &bm25Index{terms: make(map[string][]posting, len(raw))}
-	for t, ps := range raw {
+	avgdl := float64(v.nToken) / float64(nRow)
+	nTerms := len(v.ends)
+	ix := &bm25Index{terms: make(map[string]int32, nTerms), start: make([]int32, 0, nTerms+1), post: make([]posting, 0, len(v.post))}
+	arena := strings.Clone(v.terms.String()) // exactly sized: the map keys are slices of it
+	from := int32(0)
+	for i := range nTerms {
+		ps := v.post[v.start[i]:v.start[i+1]]
 		nHit := int64(len(ps))
 		idf := math.Log((float64(int64(nRow)-nHit) + 0.5) / (float64(nHit) + 0.5))
 		if idf <= 0 {
 			idf = 1e-6
 		}
-		out := make([]posting, 0, len(ps))
+		ix.terms[arena[from:v.ends[i]]] = int32(i)
+		from = v.ends[i]
+		ix.start = append(ix.start, int32(len(ix.post)))
 		for _, p := range ps {
-			i, ok := pos[p.doc]
-			if !ok || i < 0 {
+			at, ok := pos[p.doc]
+			if !ok || at < 0 {
 				continue
 			}
-			d := float64(docLen[p.doc])
+			d := float64(v.docLen[p.doc])
 			norm := float64(k1 * float64(float64(1-b)+float64(b*d)/avgdl))
-			out = append(out, posting{idx: i, score: idf * (float64(p.freq*(k1+1)) / float64(p.freq+norm))})
+			ix.post = append(ix.post, posting{idx: at, score: idf * (float64(p.freq*(k1+1)) / float64(p.freq+norm))})
 		}
-		ix.terms[t] = out
-		ix.postings += len(out)
 	}
+	ix.start = append(ix.start, int32(len(ix.post)))
+	ix.postings = len(ix.post)
 	return ix
 }
 
@@ -185,11 +214,20 @@ func scorePostings(raw map[string][]rawPosting, docLen map[int64]int, pos map[in
 // FTS5 indexes for it. ok is false when the term is not plain ASCII: then
 // unicode61's folding is left to FTS5 itself.
 func ftsToken(term string) (string, bool) {
+	if !ftsASCII(term) {
+		return "", false
+	}
+	return porterStem(term), true
+}
+
+// ftsASCII says whether term is plain lowercase ASCII letters and digits
+// (what the in-memory index can stem without unicode61's folding).
+func ftsASCII(term string) bool {
 	for i := 0; i < len(term); i++ {
 		c := term[i]
 		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
-			return "", false
+			return false
 		}
 	}
-	return porterStem(term), true
+	return true
 }

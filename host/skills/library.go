@@ -88,16 +88,28 @@ type Library struct {
 // entry is one skill in the snapshot with what rendering needs precomputed.
 type entry struct {
 	skill      *Skill
+	id         string // skill.ID(), which the section reports every turn
 	head       string // "### name\n" + description
 	headTokens int
-	body       string   // the body as injected (see renderBody)
-	lines      []string // its lines
-	cum        []int    // cum[i] = tokens of lines[:i+1] (each line counted with its newline)
+	body       string // the body as injected (see renderBody)
+	// lineEnd[i] is where line i of body ends (its newline, or len(body));
+	// cum[i] the tokens of lines 0..i, each counted with its newline.
+	// Offsets rather than a string per line: nothing here for the GC to
+	// follow (a library holds hundreds of thousands of lines).
+	lineEnd    []int32
+	cum        []int32
 	bodyTokens int
-	words      map[string]int // light term counts (near-duplicate checks)
-	uniq       []string       // distinct raw terms (document frequencies)
-	embedHash  string         // hash of embedText: the vector's key
+	embedHash  string // hash of embedText: the vector's key
 	vec        []float32
+}
+
+// line is line i of the body, without its newline.
+func (e *entry) line(i int) string {
+	start := 0
+	if i > 0 {
+		start = int(e.lineEnd[i-1]) + 1
+	}
+	return e.body[start:e.lineEnd[i]]
 }
 
 type snapshot struct {

@@ -323,7 +323,10 @@ func (l *Library) publish(ctx context.Context, found []scanned) {
 		}
 	}
 	sort.Slice(next.sorted, func(i, j int) bool { return next.sorted[i].skill.Name < next.sorted[j].skill.Name })
-	next.df = docFreq(next.sorted)
+	next.df = old.df
+	if changed || next.df == nil {
+		next.df = docFreq(next.sorted)
+	}
 	next.index = make(map[string]int32, len(next.sorted))
 	for i, e := range next.sorted {
 		next.index[e.skill.Name] = int32(i)
@@ -348,41 +351,56 @@ func (l *Library) publish(ctx context.Context, found []scanned) {
 	l.snap.Store(next)
 }
 
+// docFreq counts the skills each kept raw term occurs in. The keys are
+// copies: a term cut from a skill's text would otherwise keep that whole
+// (lowercased) text alive for as long as the snapshot.
 func docFreq(entries []*entry) map[string]int {
 	df := make(map[string]int, 4096)
-	for _, e := range entries {
-		for _, t := range e.uniq {
-			df[t]++
-		}
+	last := make(map[string]int, 4096) // term → 1 + index of the last entry counted
+	for i, e := range entries {
+		eachTerm(skillText(e.skill.Name, e.skill.Description, e.skill.Tags, e.skill.Body), func(t string) bool {
+			if !keepTerm(t) {
+				return true
+			}
+			n, ok := df[t]
+			if !ok {
+				t = strings.Clone(t)
+			} else if last[t] == i+1 {
+				return true
+			}
+			df[t] = n + 1
+			last[t] = i + 1
+			return true
+		})
 	}
 	return df
 }
 
 func newEntry(s *Skill) *entry {
-	e := &entry{skill: s}
+	e := &entry{skill: s, id: s.ID()}
 	e.head = "### " + s.Name + "\n" + oneLine(s.Description) + "\n"
 	e.headTokens = tokens.Count(e.head)
 	if body := renderBody(s.Body); body != "" {
 		e.body = body
-		e.lines = strings.Split(body, "\n")
-		e.cum = make([]int, len(e.lines))
+		n := strings.Count(body, "\n") + 1
+		e.lineEnd = make([]int32, 0, n)
+		e.cum = make([]int32, 0, n)
 		total := 0
-		for i, ln := range e.lines {
-			total += tokens.Count(ln + "\n")
-			e.cum[i] = total
+		for start := 0; start <= len(body); {
+			end := strings.IndexByte(body[start:], '\n')
+			if end < 0 {
+				end = len(body)
+			} else {
+				end += start
+			}
+			total += tokens.Count(body[start:end] + "\n")
+			e.lineEnd = append(e.lineEnd, int32(end))
+			e.cum = append(e.cum, int32(total))
+			start = end + 1
 		}
 		e.bodyTokens = total
 	}
 	e.embedHash = hashOf([]byte(embedText(s)))
-	all := s.Name + " " + s.Description + " " + strings.Join(s.Tags, " ") + " " + s.Body
-	e.words = termCounts(all)
-	seen := map[string]bool{}
-	for _, t := range splitTerms(all) {
-		if !seen[t] && keepTerm(t) {
-			seen[t] = true
-			e.uniq = append(e.uniq, t)
-		}
-	}
 	return e
 }
 

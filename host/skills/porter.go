@@ -158,11 +158,21 @@ func porterStep(buf []byte, t *porterTable) ([]byte, bool) {
 // porterStem returns the token FTS5's porter tokenizer produces for a
 // case-folded token.
 func porterStem(tok string) string {
-	if len(tok) > porterMaxToken || len(tok) < 3 {
-		return tok
-	}
 	var arr [porterMaxToken + 8]byte
+	buf := porterStemBytes(&arr, tok)
+	if len(buf) <= len(tok) && string(buf) == tok[:len(buf)] {
+		return tok[:len(buf)] // most stems cut a suffix: no copy
+	}
+	return string(buf)
+}
+
+// porterStemBytes is porterStem in arr's memory (the request path looks
+// the stem up in a map without allocating a string).
+func porterStemBytes(arr *[porterMaxToken + 8]byte, tok string) []byte {
 	buf := append(arr[:0], tok...)
+	if len(tok) > porterMaxToken || len(tok) < 3 {
+		return buf
+	}
 
 	// Step 1A.
 	if n := len(buf); buf[n-1] == 's' {
@@ -208,8 +218,5 @@ func porterStem(tok string) string {
 	if n := len(buf); n > 1 && buf[n-1] == 'l' && buf[n-2] == 'l' && porterMGt1(buf[:n-1]) {
 		buf = buf[:n-1]
 	}
-	if string(buf) == tok {
-		return tok
-	}
-	return string(buf)
+	return buf
 }

@@ -201,7 +201,7 @@ func (p *Provider) render(hits []hit) core.Section {
 			b.WriteString(tails[i])
 			total += allot[i]
 		}
-		ids = append(ids, h.e.skill.ID())
+		ids = append(ids, h.e.id)
 	}
 	return core.Section{Title: "Skills", Body: b.String(), IDs: ids, Tokens: total}
 }
@@ -272,14 +272,14 @@ func (e *entry) bodyCut(limit int) (lines, tokens int) {
 	}
 	const tail = 4 // "…" and a possible closing fence
 	// cum is increasing: find the number of lines whose total fits.
-	k := sort.Search(len(e.cum), func(i int) bool { return e.cum[i] > limit-tail })
-	for k > 0 && strings.TrimSpace(e.lines[k-1]) == "" {
+	k := sort.Search(len(e.cum), func(i int) bool { return int(e.cum[i]) > limit-tail })
+	for k > 0 && strings.TrimSpace(e.line(k-1)) == "" {
 		k--
 	}
-	if k == 0 || e.cum[k-1] < minBody {
+	if k == 0 || int(e.cum[k-1]) < minBody {
 		return 0, 0
 	}
-	return k, e.cum[k-1] + tail
+	return k, int(e.cum[k-1]) + tail
 }
 
 // bodyWithin returns the longest prefix of whole body lines within limit
@@ -294,14 +294,13 @@ func (e *entry) bodyWithin(limit int) (prefix, tail string, tokens int) {
 	case k == 0:
 		return "", "", 0
 	}
-	fences, end := 0, 0
-	for _, ln := range e.lines[:k] {
-		if strings.HasPrefix(strings.TrimSpace(ln), "```") {
+	fences := 0
+	for i := range k {
+		if strings.HasPrefix(strings.TrimSpace(e.line(i)), "```") {
 			fences++
 		}
-		end += len(ln) + 1 // the line and its newline (e.lines split e.body at "\n")
 	}
-	end = min(end, len(e.body))
+	end := min(int(e.lineEnd[k-1])+1, len(e.body)) // the lines and the last one's newline
 	if fences%2 == 1 {
 		return e.body[:end], "```\n…", t
 	}

@@ -2,6 +2,7 @@ package skills
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -50,6 +51,35 @@ func splitTerms(text string) []string {
 	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isTermRune(r) })
 }
 
+// eachTerm calls fn with splitTerms(text), one token at a time, without
+// building the slice (the request path and indexing read every word of
+// long texts). The tokens are substrings of the lowercased text.
+func eachTerm(text string, fn func(string) bool) {
+	text = strings.ToLower(text)
+	start := -1
+	for i, r := range text {
+		if isTermRune(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			if !fn(text[start:i]) {
+				return
+			}
+			start = -1
+		}
+	}
+	if start >= 0 {
+		fn(text[start:])
+	}
+}
+
+// seenPool holds the sets QueryTerms deduplicates with (one per call, cleared
+// after: no map allocated per turn).
+var seenPool = sync.Pool{New: func() any { return map[string]struct{}{} }}
+
 // keepTerm drops stop-words, single characters, long numbers and hash-like
 // noise (ids, hex digests, base64) that only ever match by accident.
 func keepTerm(t string) bool {
@@ -75,23 +105,31 @@ func QueryTerms(texts []string, max int) []string {
 	if max <= 0 {
 		max = MaxQueryTerms
 	}
-	seen := map[string]bool{}
+	seen := seenPool.Get().(map[string]struct{})
+	defer func() {
+		clear(seen)
+		seenPool.Put(seen)
+	}()
 	var out []string
 	for i := len(texts) - 1; i >= 0 && len(out) < max; i-- {
 		t := texts[i]
 		if len(t) > maxTextScan {
 			t = t[:maxTextScan]
 		}
-		for _, term := range splitTerms(t) {
-			if !keepTerm(term) || seen[term] {
-				continue
+		eachTerm(t, func(term string) bool {
+			if !keepTerm(term) {
+				return true
 			}
-			seen[term] = true
+			if _, dup := seen[term]; dup {
+				return true
+			}
+			seen[term] = struct{}{}
+			if out == nil {
+				out = make([]string, 0, max)
+			}
 			out = append(out, term)
-			if len(out) >= max {
-				break
-			}
-		}
+			return len(out) < max
+		})
 	}
 	return out
 }

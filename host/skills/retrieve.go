@@ -1,10 +1,12 @@
 package skills
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -96,6 +98,7 @@ type hit struct {
 	score    float64
 	keyword  float64
 	semantic float64
+	terms    int // query terms matched (keyword hits)
 }
 
 // Search ranks skills for a conversation. It only reads.
@@ -236,16 +239,27 @@ func (s *snapshot) kwPostings(term string) ([]posting, bool) {
 	if s.kw == nil {
 		return nil, false
 	}
-	tok, ok := ftsToken(term)
-	if !ok {
+	if !ftsASCII(term) {
 		return nil, false
 	}
-	return s.kw.terms[tok], true
+	var arr [porterMaxToken + 8]byte
+	return s.kw.lookup(porterStemBytes(&arr, term)), true
 }
 
+// scoreBuf is keywordHits' scratch, reused across turns: a score and a
+// count of matched query terms per skill (zeroed again through touched
+// after each turn), and each query term's postings.
 type scoreBuf struct {
 	scores  []float64
+	nterms  []uint8
 	touched []int32
+	lists   []termList
+}
+
+// termList is one query term's postings; ok is false while unknown.
+type termList struct {
+	ps []posting
+	ok bool
 }
 
 var scorePool = sync.Pool{New: func() any { return new(scoreBuf) }}
@@ -261,63 +275,75 @@ func better(a, b *hit) bool {
 // keywordHits ranks skills by FTS5's BM25 over name, description, tags
 // and body: the sum of the query terms' per-term scores, from the
 // in-memory index (bm25Index) or else FTS5 and its cache (termCache).
-// Scores are -bm25 (higher is better).
-func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []string, usable func(*entry) bool, limit int) ([]hit, error) {
+// Scores are -bm25 (higher is better). Each hit carries how many query
+// terms it matched, and known is how many query terms any skill has (what
+// the relevance floor needs).
+func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []string, usable func(*entry) bool, limit int) (hits []hit, known int, err error) {
 	if len(terms) == 0 || len(snap.sorted) == 0 || limit <= 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
+	buf := scorePool.Get().(*scoreBuf)
+	defer scorePool.Put(buf)
+	// Terms are served by the in-memory BM25 index (every ASCII term:
+	// unknown ones have no postings) or, failing that, by the term cache.
 	// Several terms never seen before: one FTS5 query over the whole
 	// expression is cheaper than one per term; the missing terms are
 	// fetched in the background so the next turns are served from memory.
-	// Terms are served by the in-memory BM25 index (every ASCII term:
-	// unknown ones have no postings) or, failing that, by the term cache.
+	lists := buf.lists[:0]
 	missing := 0
 	for _, t := range terms {
-		if _, ok := snap.kwPostings(t); ok {
-			continue
+		ps, ok := snap.kwPostings(t)
+		if !ok {
+			if ps, ok = l.terms.get(snap.gen, t); !ok {
+				missing++
+			}
 		}
-		if _, ok := l.terms.get(snap.gen, t); !ok {
-			missing++
-		}
+		lists = append(lists, termList{ps: ps, ok: ok})
 	}
+	defer func() {
+		clear(lists) // the postings belong to the snapshot: do not pin it
+		buf.lists = lists[:0]
+	}()
 	if missing >= 2 {
 		for _, t := range terms {
 			l.warmTerm(t)
 		}
 		return l.keywordHitsQuery(ctx, snap, terms, usable, limit)
 	}
-	buf := scorePool.Get().(*scoreBuf)
-	defer scorePool.Put(buf)
-	if cap(buf.scores) < len(snap.sorted) {
-		buf.scores = make([]float64, len(snap.sorted))
+	n := len(snap.sorted)
+	if cap(buf.scores) < n {
+		buf.scores, buf.nterms = make([]float64, n), make([]uint8, n)
 	}
-	scores := buf.scores[:len(snap.sorted)]
+	scores, nterms := buf.scores[:n], buf.nterms[:n]
 	touched := buf.touched[:0]
 	defer func() {
 		for _, i := range touched {
-			scores[i] = 0
+			scores[i], nterms[i] = 0, 0
 		}
 		buf.touched = touched[:0]
 	}()
-	for _, t := range terms {
-		ps, ok := snap.kwPostings(t)
-		if !ok {
-			var err error
+	for k, t := range terms {
+		ps := lists[k].ps
+		if !lists[k].ok {
 			if ps, err = l.termPostings(ctx, snap, t); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
+		if len(ps) > 0 {
+			known++
+		}
 		for _, p := range ps {
-			if scores[p.idx] == 0 {
+			if nterms[p.idx] == 0 {
 				touched = append(touched, p.idx)
 			}
 			scores[p.idx] += p.score
+			nterms[p.idx]++
 		}
 	}
 	// Top-limit selection: an insertion-sorted slice (limit is small).
 	out := make([]hit, 0, limit)
 	for _, i := range touched {
-		h := hit{e: snap.sorted[i], keyword: scores[i]}
+		h := hit{e: snap.sorted[i], keyword: scores[i], terms: int(nterms[i])}
 		if len(out) == limit && !better(&h, &out[limit-1]) {
 			continue
 		}
@@ -333,44 +359,47 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}
-	return out, nil
+	return out, known, nil
 }
 
-// keywordHitsQuery ranks with one FTS5 query over the OR'ed terms.
-func (l *Library) keywordHitsQuery(ctx context.Context, snap *snapshot, terms []string, usable func(*entry) bool, limit int) ([]hit, error) {
+// keywordHitsQuery ranks with one FTS5 query over the OR'ed terms, then
+// counts each hit's matched terms as keywordHits does.
+func (l *Library) keywordHitsQuery(ctx context.Context, snap *snapshot, terms []string, usable func(*entry) bool, limit int) ([]hit, int, error) {
 	l.stmtOnce.Do(l.prepareStmts)
 	if l.stmtErr != nil {
-		return nil, fmt.Errorf("skills search: %w", l.stmtErr)
+		return nil, 0, fmt.Errorf("skills search: %w", l.stmtErr)
 	}
 	rows, err := l.stmtQuery.QueryContext(ctx, MatchExpr(terms))
 	if err != nil {
-		return nil, fmt.Errorf("skills search: %w", err)
+		return nil, 0, fmt.Errorf("skills search: %w", err)
 	}
-	defer rows.Close()
 	out := make([]hit, 0, limit)
 	var name string
 	var score float64
 	for rows.Next() && len(out) < limit {
 		if err := rows.Scan(&name, &score); err != nil {
-			return nil, fmt.Errorf("skills search: %w", err)
+			rows.Close()
+			return nil, 0, fmt.Errorf("skills search: %w", err)
 		}
 		if e, ok := snap.byName[name]; ok && usable(e) {
 			out = append(out, hit{e: e, keyword: -score})
 		}
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	known, err := l.countMatches(ctx, snap, terms, out)
+	return out, known, err
 }
 
-// relevant applies the floor to a turn's keyword hits.
-func (l *Library) relevant(ctx context.Context, snap *snapshot, terms []string, hits []hit, f RelevanceFloor) (bool, error) {
-	for _, h := range hits {
-		if h.keyword >= f.Strong {
-			return true, nil
-		}
-	}
-	matched := make(map[int32]int, len(hits))
-	for _, h := range hits {
-		matched[snap.index[h.e.skill.Name]] = 0
+// countMatches sets each hit's count of matched query terms and returns
+// how many query terms any skill has (per-term postings, from the index or
+// FTS5 and its cache).
+func (l *Library) countMatches(ctx context.Context, snap *snapshot, terms []string, hits []hit) (int, error) {
+	idx := make([]int32, len(hits))
+	for i, h := range hits {
+		idx[i] = snap.index[h.e.skill.Name]
 	}
 	known := 0
 	for _, t := range terms {
@@ -378,27 +407,38 @@ func (l *Library) relevant(ctx context.Context, snap *snapshot, terms []string, 
 		if !ok {
 			var err error
 			if ps, err = l.termPostings(ctx, snap, t); err != nil {
-				return false, err
+				return 0, err
 			}
 		}
 		if len(ps) > 0 {
 			known++
 		}
 		for _, p := range ps {
-			if n, hit := matched[p.idx]; hit {
-				matched[p.idx] = n + 1
+			if i := slices.Index(idx, p.idx); i >= 0 {
+				hits[i].terms++
 			}
 		}
 	}
-	if len(terms) > 0 && float64(known) >= f.Coverage*float64(len(terms)) {
-		return true, nil
-	}
+	return known, nil
+}
+
+// relevant applies the floor to a turn's keyword hits (with their matched
+// term counts) given how many of its nTerms query terms the library knows.
+func relevant(hits []hit, known, nTerms int, f RelevanceFloor) bool {
 	for _, h := range hits {
-		if matched[snap.index[h.e.skill.Name]] >= 2 && h.keyword >= f.Pair {
-			return true, nil
+		if h.keyword >= f.Strong {
+			return true
 		}
 	}
-	return false, nil
+	if nTerms > 0 && float64(known) >= f.Coverage*float64(nTerms) {
+		return true
+	}
+	for _, h := range hits {
+		if h.terms >= 2 && h.keyword >= f.Pair {
+			return true
+		}
+	}
+	return false
 }
 
 // warmTerm asks the background worker to cache a term's postings.
@@ -498,19 +538,13 @@ func (l *Library) search(ctx context.Context, o SearchOptions, qv *queryVecs) ([
 	var hits []hit
 	if mode != ModeEmbedding {
 		terms := snap.queryTerms(o.Texts)
-		kw, err := l.keywordHits(ctx, snap, terms, usable, pool)
+		kw, known, err := l.keywordHits(ctx, snap, terms, usable, pool)
 		if err != nil {
 			return nil, err
 		}
 		hits = kw
-		if o.Floor != nil && mode == ModeKeyword && len(hits) > 0 && len(snap.sorted) >= minFloorSkills {
-			ok, err := l.relevant(ctx, snap, terms, hits, *o.Floor)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				return nil, nil
-			}
+		if o.Floor != nil && mode == ModeKeyword && len(hits) > 0 && len(snap.sorted) >= minFloorSkills && !relevant(hits, known, len(terms), *o.Floor) {
+			return nil, nil
 		}
 	}
 	if mode != ModeKeyword {
@@ -521,11 +555,11 @@ func (l *Library) search(ctx context.Context, o SearchOptions, qv *queryVecs) ([
 			hits[i].score = hits[i].keyword
 		}
 	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].score != hits[j].score {
-			return hits[i].score > hits[j].score
+	slices.SortStableFunc(hits, func(a, b hit) int {
+		if a.score != b.score {
+			return cmp.Compare(b.score, a.score)
 		}
-		return hits[i].e.skill.Name < hits[j].e.skill.Name
+		return strings.Compare(a.e.skill.Name, b.e.skill.Name)
 	})
 	if o.MinRelative > 0 && len(hits) > 0 && hits[0].score > 0 {
 		cut := hits[0].score * o.MinRelative

@@ -65,11 +65,33 @@ func (s similarity) duplicate() bool {
 func (s similarity) max() float64 { return max(s.name, s.text, s.desc) }
 
 func similar(name, description string, tags []string, body string, e *entry) similarity {
-	text := termCounts(name + " " + description + " " + strings.Join(tags, " ") + " " + body)
+	return newCandidate(name, description, tags, body).against(e)
+}
+
+// candidate is a proposed skill's term counts, computed once for a pass
+// over the library.
+type candidate struct {
+	name, text, desc map[string]int
+}
+
+func newCandidate(name, description string, tags []string, body string) candidate {
+	return candidate{
+		name: nameWords(name),
+		text: termCounts(name + " " + description + " " + strings.Join(tags, " ") + " " + body),
+		desc: termCounts(description),
+	}
+}
+
+// against compares the candidate with an existing skill. The skill's term
+// counts are computed here rather than kept per entry: near-duplicate
+// checks run once per proposal, while the maps would sit on the heap (and
+// be marked by every GC cycle) for the daemon's lifetime.
+func (c candidate) against(e *entry) similarity {
+	s := e.skill
 	return similarity{
-		name: jaccard(nameWords(name), nameWords(e.skill.Name)),
-		text: cosine(text, e.words),
-		desc: cosine(termCounts(description), termCounts(e.skill.Description)),
+		name: jaccard(c.name, nameWords(s.Name)),
+		text: cosine(c.text, termCounts(s.Name+" "+s.Description+" "+strings.Join(s.Tags, " ")+" "+s.Body)),
+		desc: cosine(c.desc, termCounts(s.Description)),
 	}
 }
 
@@ -78,8 +100,9 @@ func similar(name, description string, tags []string, body string, e *entry) sim
 func (l *Library) nearest(name, description string, tags []string, body string) (*entry, similarity) {
 	var best *entry
 	var bestSim similarity
+	c := newCandidate(name, description, tags, body)
 	for _, e := range l.snap.Load().sorted {
-		s := similar(name, description, tags, body, e)
+		s := c.against(e)
 		if s.duplicate() && (best == nil || s.max() > bestSim.max()) {
 			best, bestSim = e, s
 		}

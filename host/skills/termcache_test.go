@@ -24,8 +24,13 @@ func TestTermCacheMatchesFTS5(t *testing.T) {
 	}{
 		{"bank", func(t *testing.T) *Library { l, _ := bankLib(t); return l }},
 		{"synthetic-120", func(t *testing.T) *Library { return syntheticLibrary(t, 120) }},
+		// The benchmarks' and proxybench's library.
+		{"synthetic-1000", func(t *testing.T) *Library { return syntheticLibrary(t, 1000) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.name == "synthetic-1000" {
+				t.Skip("short: the 1,000-skill library takes seconds to write and index")
+			}
 			lib := tc.lib(t)
 			lib.noWarm = true
 			snap := lib.snap.Load()
@@ -66,7 +71,7 @@ func checkMatchesFTS5(t *testing.T, lib *Library, snap *snapshot) {
 	all := func(*entry) bool { return true }
 	for _, texts := range equivalenceCases(t) {
 		terms := snap.queryTerms(texts)
-		got, err := lib.keywordHits(ctx, snap, terms, all, 1000)
+		got, _, err := lib.keywordHits(ctx, snap, terms, all, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
