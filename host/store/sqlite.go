@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+	"modernc.org/sqlite" // pure Go, no cgo
 )
 
 //go:embed migrations/*.sql
@@ -46,12 +46,12 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		"?_pragma=auto_vacuum(INCREMENTAL)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
 	// Commits do not checkpoint (an answer waiting for its turn's commit
 	// would pay for copying the whole log): a background checkpointer does.
-	w, err := sql.Open("sqlite", dsn+"&_pragma=wal_autocheckpoint(0)")
+	w, err := openPool(dsn + "&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite", dsn)
+	r, err := openPool(dsn)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -70,6 +70,16 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		}
 	}
 	return s, nil
+}
+
+// openPool opens a pool on dsn whose connections keep their prepared
+// statements (stmtcache.go).
+func openPool(dsn string) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(cachingConnector{Connector: c, size: stmtCacheSize}), nil
 }
 
 func (s *SQLite) migrate(ctx context.Context) error {
