@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"hash/fnv"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,6 +161,9 @@ func Durable(text string) bool {
 // session's ingestion when it is durable. At most two checks run at once;
 // beyond that the turn waits for its batch like any other.
 func (in *Ingester) checkDurable(session, requestJSON string) {
+	if !mayBeDurable(requestJSON) {
+		return
+	}
 	select {
 	case in.checks <- struct{}{}:
 	default:
@@ -179,3 +184,59 @@ func (in *Ingester) checkDurable(session, requestJSON string) {
 		}
 	}()
 }
+
+// durableWords are what Durable's expressions cannot match without: ASCII
+// words (matched in lower case) and the Chinese markers.
+var (
+	durableWords   = []string{"remember", "keep in mind", "note that", "forget", "from now on", "going forward", "from here on", "henceforth", "future", "always", "never", "not ever", "nt ever", "n't ever"}
+	durableMarkers = []string{"记住", "记得", "记一下", "记下", "以后", "今后", "从现在开始", "从今以后", "往后", "总是", "始终", "永远", "务必", "一定要", "必须", "千万", "绝对不要", "不要再", "别再"}
+	// Text that can become a durable word only once decoded or case-folded:
+	// JSON \u escapes, HTML character references (a client's envelope is
+	// unescaped), and the two non-ASCII letters (?i) folds onto ASCII ones
+	// (KELVIN SIGN, LONG S).
+	durableUnsure = []string{`\u`, "&", "\u212a", "\u017f"}
+)
+
+// mayBeDurable reports whether a request body can hold a durable
+// statement, without parsing it: false when none of the words Durable
+// needs occurs anywhere in the body (the system prompt included). Most
+// turns end here, so the per-turn check costs a scan of the bytes instead
+// of a JSON parse. It can only say "maybe" wrongly, never "no" for a body
+// whose user text Durable matches — except text that Clean joins by
+// removing an envelope from the middle of a word, which then waits for its
+// batch like any other turn.
+func mayBeDurable(body string) bool {
+	for _, u := range durableUnsure {
+		if strings.Contains(body, u) {
+			return true
+		}
+	}
+	for _, m := range durableMarkers {
+		if strings.Contains(body, m) {
+			return true
+		}
+	}
+	buf := lowerPool.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= 1<<20 {
+			lowerPool.Put(buf)
+		}
+	}()
+	low := (*buf)[:0]
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low = append(low, c)
+	}
+	*buf = low
+	for _, w := range durableWords {
+		if bytes.Contains(low, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+var lowerPool = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}

@@ -318,10 +318,20 @@ func (s *SQLite) ClaimJob(ctx context.Context, kinds []string, now time.Time) (J
 		args = append(args, k)
 	}
 	args = append(args, ms(now))
+	ready := `SELECT id FROM jobs WHERE state = 'pending' AND kind IN (?` + strings.Repeat(",?", len(kinds)-1) + `) AND run_after <= ? ORDER BY run_after, id LIMIT 1`
+	// A worker claims again after every job, and nothing is ready most
+	// times: the reader answers that without taking the single writer (an
+	// enqueue after this look wakes the worker, which looks again).
+	var id int64
+	if err := s.r.QueryRowContext(ctx, ready, args[1:]...).Scan(&id); errors.Is(err, sql.ErrNoRows) {
+		return j, ErrNotFound
+	} else if err != nil {
+		return j, fmt.Errorf("claim job: %w", err)
+	}
 	var runAfter int64
 	err := s.w.QueryRowContext(ctx, `
 UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = ?
-WHERE id = (SELECT id FROM jobs WHERE state = 'pending' AND kind IN (?`+strings.Repeat(",?", len(kinds)-1)+`) AND run_after <= ? ORDER BY run_after, id LIMIT 1)
+WHERE id = (`+ready+`)
 RETURNING id, kind, payload, state, attempts, run_after, last_error`, args...).
 		Scan(&j.ID, &j.Kind, &j.Payload, &j.State, &j.Attempts, &runAfter, &j.LastError)
 	if errors.Is(err, sql.ErrNoRows) {
