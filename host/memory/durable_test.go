@@ -28,7 +28,7 @@ func TestMayBeDurable(t *testing.T) {
 		{openAIBody("Don't ever deploy on Fridays."), true},
 		{openAIBody("记住，周五不要部署。"), true},
 		{`{"messages":[{"role":"user","content":"\u8bb0\u4f4f\uff0c\u5468\u4e94"}]}`, true}, // escaped: maybe
-		{`{"messages":[{"role":"user","content":"&#97;lways test first"}]}`, true},           // an entity: maybe
+		{`{"messages":[{"role":"user","content":"&#97;lways test first"}]}`, true},          // an entity: maybe
 		{openAIBody("What is the weather like?"), false},
 		{openAIBody("I prefer tabs for indentation."), false},
 		{openAIBody("我喜欢用空格缩进"), false},
