@@ -2,6 +2,7 @@ package memory
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/metaclaw-go/metaclaw/host/transcript"
@@ -56,6 +57,31 @@ func FuzzMayBeDurable(f *testing.F) {
 		}
 		if Durable(transcript.UserText(body)) && !mayBeDurable(body) {
 			t.Fatalf("durable text %q filtered out of %s", text, body)
+		}
+	})
+}
+
+// BenchmarkDurableCheck is the per-turn check on a 6 KB agent request: the
+// byte scan that settles most turns, and the parse it saves.
+func BenchmarkDurableCheck(b *testing.B) {
+	sys := strings.Repeat("You are a coding agent working in the user's repository. Follow the workspace rules and keep answers short. ", 56)[:6000]
+	body, _ := json.Marshal(map[string]any{"model": "m", "messages": []map[string]any{
+		{"role": "system", "content": sys}, {"role": "user", "content": "Can you help me refactor the parser and make sure it handles errors?"}}})
+	text := string(body)
+	b.Run("scan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if mayBeDurable(text) {
+				b.Fatal("maybe")
+			}
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if Durable(transcript.UserText(text)) {
+				b.Fatal("durable")
+			}
 		}
 	})
 }
