@@ -120,7 +120,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	for i := range b.SummaryTurns {
 		s.prepare(&b, &b.SummaryTurns[i])
 	}
-	fresh, skipped, err := s.freshTurns(ctx, b.Turns)
+	fresh, skipped, err := s.freshTurns(context.WithoutCancel(ctx), b.Turns) // one read: no watcher goroutine (see countInjected)
 	if err != nil {
 		return res, err
 	}
@@ -276,19 +276,26 @@ func (s *Store) planSummary(ctx context.Context, b *Batch, p *ingestPlan, summar
 
 // commitBatch writes a planned batch in tx: its sources, the boilerplate
 // retracted, its units, and the injections its turns report.
+//
+// Its statements run without ctx's cancellation, checked between steps
+// instead (see countInjected).
 func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestPlan, res *IngestResult) error {
+	qctx := context.WithoutCancel(ctx)
 	if b.before != nil {
-		if err := b.before(ctx, tx); err != nil {
+		if err := b.before(qctx, tx); err != nil {
 			return err
 		}
 	}
-	skip, err := s.recordSources(ctx, tx, b, p, res)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	skip, err := s.recordSources(qctx, tx, b, p, res)
 	if err != nil {
 		return err
 	}
 	res.Turns = len(p.fresh) - len(skip)
 	for _, bs := range p.boiler {
-		if err := s.retractBoilerplate(ctx, tx, bs, p.now); err != nil {
+		if err := s.retractBoilerplate(qctx, tx, bs, p.now); err != nil {
 			return err
 		}
 	}
@@ -307,8 +314,11 @@ func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b *Batch, p *ingest
 			return err
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
 	if b.after != nil {
-		return b.after(ctx, tx)
+		return b.after(qctx, tx)
 	}
 	return nil
 }
@@ -343,11 +353,14 @@ func (s *Store) applyUnits(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestP
 			continue
 		}
 		runtime.Gosched() // learning is background work: let requests run between units
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
 		var v []float32
 		if p.vecs != nil {
 			v = p.vecs[i]
 		}
-		out, uid, err := s.apply(ctx, tx, &p.units[i], v, p.now, batch)
+		out, uid, err := s.apply(context.WithoutCancel(ctx), tx, &p.units[i], v, p.now, batch) // checked above instead (see countInjected)
 		if err != nil {
 			return err
 		}

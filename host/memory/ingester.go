@@ -306,12 +306,18 @@ func (in *Ingester) IngestSession(ctx context.Context, session string, final boo
 		return total, err
 	}
 	_, local := in.sink.(*Store)
+	// Reads without ctx's cancellation, checked before each batch instead
+	// (see countInjected).
+	qctx := context.WithoutCancel(ctx)
 	for range maxBatches {
-		cur, err := readCursor(ctx, in.mem.r, session)
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		cur, err := readCursor(qctx, in.mem.r, session)
 		if err != nil {
 			return total, err
 		}
-		turns, err := in.turnsAfter(ctx, session, cur.last, batchTurns)
+		turns, err := in.turnsAfter(qctx, session, cur.last, batchTurns)
 		if err != nil {
 			return total, err
 		}
