@@ -178,7 +178,7 @@ func (in *Ingester) checkDurable(session, requestJSON string) {
 		in.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := in.enqueue(ctx, IngestJob{SessionID: session}); err != nil {
+		if err := in.enqueueOnce(ctx, session); err != nil {
 			in.log.Warn().Err(err).Str("session", session).Msg("memory: could not enqueue ingestion of a durable statement; its batch will")
 		}
 	}()
