@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"hash/fnv"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,6 +160,9 @@ func Durable(text string) bool {
 // session's ingestion when it is durable. At most two checks run at once;
 // beyond that the turn waits for its batch like any other.
 func (in *Ingester) checkDurable(session, requestJSON string) {
+	if !mayBeDurable(requestJSON) {
+		return
+	}
 	select {
 	case in.checks <- struct{}{}:
 	default:
@@ -174,8 +178,97 @@ func (in *Ingester) checkDurable(session, requestJSON string) {
 		in.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := in.enqueue(ctx, IngestJob{SessionID: session}); err != nil {
+		if err := in.enqueueOnce(ctx, session); err != nil {
 			in.log.Warn().Err(err).Str("session", session).Msg("memory: could not enqueue ingestion of a durable statement; its batch will")
 		}
 	}()
+}
+
+// durableMarkers are the Chinese markers Durable's expression needs.
+var durableMarkers = []string{"记住", "记得", "记一下", "记下", "以后", "今后", "从现在开始", "从今以后", "往后", "总是", "始终", "永远", "务必", "一定要", "必须", "千万", "绝对不要", "不要再", "别再"}
+
+// durableUnsure is text that can become a durable word only once decoded
+// or case-folded: JSON \u escapes, HTML character references (a client's
+// envelope is unescaped), and the two non-ASCII letters (?i) folds onto
+// ASCII ones (KELVIN SIGN, LONG S).
+var durableUnsure = []string{`\u`, "&", "\u212a", "\u017f"}
+
+// mayBeDurable reports whether a request body can hold a durable
+// statement, without parsing it: false when no word Durable's English
+// expression starts with (at a word boundary, in any case) and none of the
+// Chinese markers occurs anywhere in the body, the system prompt included.
+// Most turns end here, so the per-turn check costs one pass over the bytes
+// instead of a JSON parse. It says "maybe" wrongly, never "no" for a body
+// whose user text Durable matches — except text that Clean joins by
+// removing an envelope from the middle of a word, which then waits for its
+// batch like any other turn.
+func mayBeDurable(body string) bool {
+	for _, u := range durableUnsure {
+		if strings.Contains(body, u) {
+			return true
+		}
+	}
+	for _, m := range durableMarkers {
+		if strings.Contains(body, m) {
+			return true
+		}
+	}
+	for i := 0; i < len(body); {
+		if !isWordByte(body[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(body) && isWordByte(body[j]) {
+			j++
+		}
+		if durableLead(body[i:j], body[j:]) {
+			return true
+		}
+		i = j
+	}
+	return false
+}
+
+// isWordByte is regexp's \w (ASCII).
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// durableLead reports whether word (followed by rest) can start a match of
+// durableEN: a word it starts with, with the words that must follow.
+func durableLead(word, rest string) bool {
+	if len(word) < 4 || len(word) > 10 {
+		return false
+	}
+	switch word[0] | 0x20 { // the first letters of the words below
+	case 'r', 'f', 'h', 'a', 'n', 'e', 'k', 'g':
+	default:
+		return false
+	}
+	var low [10]byte
+	for i := 0; i < len(word); i++ {
+		c := word[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low[i] = c
+	}
+	switch string(low[:len(word)]) {
+	case "remember", "forget", "henceforth", "future", "always", "never", "ever":
+		return true
+	case "keep":
+		return hasPrefixFold(rest, " in mind")
+	case "note":
+		return hasPrefixFold(rest, " that")
+	case "from":
+		return hasPrefixFold(rest, " now on") || hasPrefixFold(rest, " here on")
+	case "going":
+		return hasPrefixFold(rest, " forward")
+	}
+	return false
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

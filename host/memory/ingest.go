@@ -120,7 +120,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	for i := range b.SummaryTurns {
 		s.prepare(&b, &b.SummaryTurns[i])
 	}
-	fresh, skipped, err := s.freshTurns(ctx, b.Turns)
+	fresh, skipped, err := s.freshTurns(context.WithoutCancel(ctx), b.Turns) // one read: no watcher goroutine (see countInjected)
 	if err != nil {
 		return res, err
 	}
@@ -276,19 +276,26 @@ func (s *Store) planSummary(ctx context.Context, b *Batch, p *ingestPlan, summar
 
 // commitBatch writes a planned batch in tx: its sources, the boilerplate
 // retracted, its units, and the injections its turns report.
+//
+// Its statements run without ctx's cancellation, checked between steps
+// instead (see countInjected).
 func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestPlan, res *IngestResult) error {
+	qctx := context.WithoutCancel(ctx)
 	if b.before != nil {
-		if err := b.before(ctx, tx); err != nil {
+		if err := b.before(qctx, tx); err != nil {
 			return err
 		}
 	}
-	skip, err := s.recordSources(ctx, tx, b, p, res)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	skip, err := s.recordSources(qctx, tx, b, p, res)
 	if err != nil {
 		return err
 	}
 	res.Turns = len(p.fresh) - len(skip)
 	for _, bs := range p.boiler {
-		if err := s.retractBoilerplate(ctx, tx, bs, p.now); err != nil {
+		if err := s.retractBoilerplate(qctx, tx, bs, p.now); err != nil {
 			return err
 		}
 	}
@@ -307,8 +314,11 @@ func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b *Batch, p *ingest
 			return err
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
 	if b.after != nil {
-		return b.after(ctx, tx)
+		return b.after(qctx, tx)
 	}
 	return nil
 }
@@ -343,11 +353,14 @@ func (s *Store) applyUnits(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestP
 			continue
 		}
 		runtime.Gosched() // learning is background work: let requests run between units
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
 		var v []float32
 		if p.vecs != nil {
 			v = p.vecs[i]
 		}
-		out, uid, err := s.apply(ctx, tx, &p.units[i], v, p.now, batch)
+		out, uid, err := s.apply(context.WithoutCancel(ctx), tx, &p.units[i], v, p.now, batch) // checked above instead (see countInjected)
 		if err != nil {
 			return err
 		}
@@ -431,41 +444,63 @@ func (in injections) add(ids []string, at time.Time) {
 	}
 }
 
-// countInjected notes that units were injected into the batch's turns: one
-// update per unit with one prepared statement (a batch injects the same
-// standing rules into every turn, and this runs inside the write
-// transaction that answers' turn records wait behind).
+// countInjected notes that units were injected into the batch's turns, in
+// one UPDATE per up to 32 units (a batch injects the same standing rules
+// into every turn, and this runs inside the write transaction): each
+// statement costs more to run through database/sql than its row update.
 //
 // Its statements run without ctx's cancellation, checked between them
 // instead: with a cancellable context, the SQLite driver starts a watcher
-// goroutine per statement, and tens of them per batch, each woken to exit
-// when its statement ends, queued ahead of the proxy's request goroutines
-// for the 2 Ps (a runtime/trace of tools/proxybench -loaded-only showed
-// them runnable through the slowest 1% of requests).
+// goroutine per statement, each woken to exit when its statement ends,
+// queued ahead of the proxy's request goroutines for the 2 Ps (a
+// runtime/trace of tools/proxybench -loaded-only showed them runnable
+// through the slowest 1% of requests).
 func countInjected(ctx context.Context, tx *sql.Tx, in injections) error {
 	sctx := context.WithoutCancel(ctx)
-	stmt, err := tx.PrepareContext(sctx, `UPDATE memory_units SET injected_count = injected_count + ?, last_injected_at = MAX(last_injected_at, ?) WHERE uid = ?`)
-	if err != nil {
-		return fmt.Errorf("memory: injected: %w", err)
-	}
-	defer stmt.Close()
 	uids := make([]string, 0, len(in))
 	for uid := range in {
 		uids = append(uids, uid)
 	}
 	slices.Sort(uids) // one order: fewer page splits, and reproducible
-	for _, uid := range uids {
+	for start := 0; start < len(uids); start += injectedRows[len(injectedRows)-1] {
 		runtime.Gosched() // background work (see Ingest)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("memory: injected: %w", err)
 		}
-		c := in[uid]
-		if _, err := stmt.ExecContext(sctx, c.n, ms(c.last), uid); err != nil {
+		part := uids[start:min(start+injectedRows[len(injectedRows)-1], len(uids))]
+		k := 0
+		for injectedRows[k] < len(part) {
+			k++
+		}
+		args := make([]any, 0, 3*injectedRows[k])
+		for _, uid := range part {
+			c := in[uid]
+			args = append(args, uid, c.n, ms(c.last))
+		}
+		for range injectedRows[k] - len(part) {
+			args = append(args, "", 0, 0) // padding: no unit has an empty uid
+		}
+		if _, err := tx.ExecContext(sctx, injectedSQL[k], args...); err != nil {
 			return fmt.Errorf("memory: injected: %w", err)
 		}
 	}
 	return nil
 }
+
+// injectedRows are the sizes countInjected's statements come in (padded
+// up), so the store keeps a few prepared statements rather than one per
+// count.
+var injectedRows = []int{4, 16, 32}
+
+var injectedSQL = func() []string {
+	out := make([]string, len(injectedRows))
+	for i, n := range injectedRows {
+		out[i] = `UPDATE memory_units SET injected_count = injected_count + c.n, last_injected_at = MAX(last_injected_at, c.at)
+FROM (SELECT column1 AS uid, column2 AS n, column3 AS at FROM (VALUES (?, ?, ?)` + strings.Repeat(", (?, ?, ?)", n-1) + `)) AS c
+WHERE memory_units.uid = c.uid`
+	}
+	return out
+}()
 
 // candidateUnit turns an extractor's candidate into a unit. Facts about the
 // user and the project are shared by the scope's agents; episodes and

@@ -53,6 +53,11 @@ type Ingester struct {
 
 	mu     sync.Mutex
 	counts map[string]int // learnable turns per session since its last enqueue
+	// queued are the sessions with an ingest job enqueued by this process
+	// and not started yet: that job reads all of the session's turns when
+	// it starts, so another one would find nothing (under a backlog, one
+	// job takes what would have been several).
+	queued map[string]bool
 
 	// flush waits for observed turns to be persisted (core.Flush).
 	flush func(ctx context.Context) error
@@ -98,7 +103,7 @@ func NewIngester(st Storage, mem *Store, o IngesterOptions) *Ingester {
 	if o.Every <= 0 {
 		o.Every = 5
 	}
-	return &Ingester{st: st, mem: mem, sink: o.Sink, every: o.Every, side: o.SideTurns, log: o.Log, enqueue: o.Enqueue, counts: map[string]int{},
+	return &Ingester{st: st, mem: mem, sink: o.Sink, every: o.Every, side: o.SideTurns, log: o.Log, enqueue: o.Enqueue, counts: map[string]int{}, queued: map[string]bool{},
 		startWait: max(o.StartWait, 0), catchups: make(chan struct{}, 4), checks: make(chan struct{}, 2)}
 }
 
@@ -149,10 +154,39 @@ func (in *Ingester) OnTurn(ctx context.Context, t *store.Turn) {
 		in.checkDurable(t.SessionID, t.RequestJSON)
 	}
 	if due && in.enqueue != nil {
-		if err := in.enqueue(ctx, IngestJob{SessionID: t.SessionID}); err != nil {
+		if err := in.enqueueOnce(ctx, t.SessionID); err != nil {
 			in.log.Error().Err(err).Str("session", t.SessionID).Msg("memory: could not enqueue ingestion; the session's end will ingest its turns")
 		}
 	}
+}
+
+// enqueueOnce enqueues the session's ingestion unless a job of this
+// process for it is waiting to start (it will read this turn too: turns
+// are persisted before listeners hear of them).
+func (in *Ingester) enqueueOnce(ctx context.Context, session string) error {
+	in.mu.Lock()
+	if in.queued[session] {
+		in.mu.Unlock()
+		return nil
+	}
+	if len(in.queued) >= 100000 {
+		clear(in.queued) // bounded: a forgotten entry only costs a job that finds nothing
+	}
+	in.queued[session] = true
+	in.mu.Unlock()
+	err := in.enqueue(ctx, IngestJob{SessionID: session})
+	if err != nil {
+		in.started(session)
+	}
+	return err
+}
+
+// started notes that a session's job began (before it reads the cursor),
+// so turns from now on enqueue a new one.
+func (in *Ingester) started(session string) {
+	in.mu.Lock()
+	delete(in.queued, session)
+	in.mu.Unlock()
 }
 
 // HandleIngest runs a JobIngest.
@@ -165,6 +199,7 @@ func (in *Ingester) HandleIngest(ctx context.Context, payload json.RawMessage) e
 		_, _, err := in.IngestAll(ctx, job.Final)
 		return err
 	}
+	in.started(job.SessionID)
 	_, err := in.IngestSession(background(ctx), job.SessionID, job.Final)
 	return err
 }
@@ -306,12 +341,18 @@ func (in *Ingester) IngestSession(ctx context.Context, session string, final boo
 		return total, err
 	}
 	_, local := in.sink.(*Store)
+	// Reads without ctx's cancellation, checked before each batch instead
+	// (see countInjected).
+	qctx := context.WithoutCancel(ctx)
 	for range maxBatches {
-		cur, err := readCursor(ctx, in.mem.r, session)
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		cur, err := readCursor(qctx, in.mem.r, session)
 		if err != nil {
 			return total, err
 		}
-		turns, err := in.turnsAfter(ctx, session, cur.last, batchTurns)
+		turns, err := in.turnsAfter(qctx, session, cur.last, batchTurns)
 		if err != nil {
 			return total, err
 		}

@@ -352,8 +352,13 @@ func bumpGeneration(ctx context.Context, x execer) error {
 
 // writeTx runs fn in one write transaction and bumps the generation; the
 // in-memory index (when it runs) is updated with the rows fn touched.
+//
+// Its own statements run without ctx's cancellation (checked before the
+// commit instead), like countInjected's: each cancellable statement costs
+// a watcher goroutine in the SQLite driver.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	qctx := context.WithoutCancel(ctx)
+	tx, err := s.w.BeginTx(qctx, nil)
 	if err != nil {
 		return fmt.Errorf("memory: begin: %w", err)
 	}
@@ -364,10 +369,13 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if err := bumpGeneration(ctx, tx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
-	gen, err := generation(ctx, tx)
+	if err := bumpGeneration(qctx, tx); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	gen, err := generation(qctx, tx)
 	if err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
@@ -390,7 +398,7 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	touched.mu.Unlock()
 	var read *rowsRead
 	if len(rows) <= maxIncremental {
-		if read, err = readRows(ctx, tx, rows, ix.withV); err != nil {
+		if read, err = readRows(qctx, tx, rows, ix.withV); err != nil {
 			return err
 		}
 	}

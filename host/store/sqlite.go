@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+	"modernc.org/sqlite" // pure Go, no cgo
 )
 
 //go:embed migrations/*.sql
@@ -46,12 +46,12 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		"?_pragma=auto_vacuum(INCREMENTAL)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
 	// Commits do not checkpoint (an answer waiting for its turn's commit
 	// would pay for copying the whole log): a background checkpointer does.
-	w, err := sql.Open("sqlite", dsn+"&_pragma=wal_autocheckpoint(0)")
+	w, err := openPool(dsn + "&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite", dsn)
+	r, err := openPool(dsn)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -70,6 +70,16 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		}
 	}
 	return s, nil
+}
+
+// openPool opens a pool on dsn whose connections keep their prepared
+// statements (stmtcache.go).
+func openPool(dsn string) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(cachingConnector{Connector: c, size: stmtCacheSize}), nil
 }
 
 func (s *SQLite) migrate(ctx context.Context) error {
@@ -308,10 +318,20 @@ func (s *SQLite) ClaimJob(ctx context.Context, kinds []string, now time.Time) (J
 		args = append(args, k)
 	}
 	args = append(args, ms(now))
+	ready := `SELECT id FROM jobs WHERE state = 'pending' AND kind IN (?` + strings.Repeat(",?", len(kinds)-1) + `) AND run_after <= ? ORDER BY run_after, id LIMIT 1`
+	// A worker claims again after every job, and nothing is ready most
+	// times: the reader answers that without taking the single writer (an
+	// enqueue after this look wakes the worker, which looks again).
+	var id int64
+	if err := s.r.QueryRowContext(ctx, ready, args[1:]...).Scan(&id); errors.Is(err, sql.ErrNoRows) {
+		return j, ErrNotFound
+	} else if err != nil {
+		return j, fmt.Errorf("claim job: %w", err)
+	}
 	var runAfter int64
 	err := s.w.QueryRowContext(ctx, `
 UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = ?
-WHERE id = (SELECT id FROM jobs WHERE state = 'pending' AND kind IN (?`+strings.Repeat(",?", len(kinds)-1)+`) AND run_after <= ? ORDER BY run_after, id LIMIT 1)
+WHERE id = (`+ready+`)
 RETURNING id, kind, payload, state, attempts, run_after, last_error`, args...).
 		Scan(&j.ID, &j.Kind, &j.Payload, &j.State, &j.Attempts, &runAfter, &j.LastError)
 	if errors.Is(err, sql.ErrNoRows) {

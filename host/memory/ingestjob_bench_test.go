@@ -1,0 +1,64 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/store"
+)
+
+// BenchmarkIngestJob is one ingest job as the proxy's turns cause it (what
+// learning costs beside requests, per memory.ingest_every_turns = 5 turns):
+// five recorded agent turns, each a 6 KB system prompt, a question and an
+// answer, with the memories injected into them, ingested by HandleIngest
+// (the job handler, with a job's cancellable context) into a store of
+// 10,000 units. Recording the turns is outside the timing.
+func BenchmarkIngestJob(b *testing.B) {
+	s := seeded(b, 10_000, "job")
+	st := s.turns.(*store.SQLite)
+	in := NewIngester(st, s, IngesterOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	units, err := s.List(ctx, Filter{Limit: 40})
+	if err != nil || len(units) < 40 {
+		b.Fatalf("%d units, %v", len(units), err)
+	}
+	sys := strings.Repeat("You are a coding agent working in the user's repository. Follow the workspace rules and keep answers short. ", 56)[:6000]
+	c := newCorpus(5)
+	payload, _ := json.Marshal(IngestJob{SessionID: "job"})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		turns := make([]*store.Turn, 5)
+		for j := range turns {
+			body, _ := json.Marshal(map[string]any{"model": "m", "messages": []map[string]any{
+				{"role": "system", "content": sys}, {"role": "user", "content": "Can you help me " + c.phrase(3) + " the " + c.phrase(4) + "?"}}})
+			var injected []string
+			for k := range 6 { // three standing rules in every turn, three facts of the question
+				u := units[k]
+				if k >= 3 {
+					u = units[3+c.r.Intn(37)]
+				}
+				injected = append(injected, "memory:"+u.ID)
+			}
+			inj, _ := json.Marshal(injected)
+			turns[j] = &store.Turn{SessionID: "job", Agent: "main", TurnType: core.TurnMain, ClientAPI: "openai", UpstreamAPI: "openai",
+				RequestJSON: string(body), ResponseText: "Sure: " + c.phrase(30), Status: 200, MemoryScope: "user:bench", InjectedJSON: string(inj)}
+		}
+		if err := st.RecordTurns(ctx, turns); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := in.HandleIngest(ctx, payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if n, _ := in.Pending(ctx); n != 0 {
+		b.Fatalf("%d turns left pending", n)
+	}
+}
