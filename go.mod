@@ -40,7 +40,10 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/danieljoos/wincred v1.2.3 // indirect
+require (
+	github.com/danieljoos/wincred v1.2.3 // indirect
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4 // indirect
+)
 
 require (
 	github.com/atotto/clipboard v0.1.4 // indirect
