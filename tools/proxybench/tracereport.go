@@ -67,6 +67,7 @@ func classify(funcs []string) string {
 		{"upstream", "internal/fakellm."},
 		{"proxy transport", "net/http.(*persistConn)"},
 		{"http conn", "net/http.(*connReader).backgroundRead"},
+		{"proxy handler", "net/http.(*conn).serve"}, // a server's goroutine: not the upstream's (above)
 	}
 	for _, r := range rules {
 		for _, f := range funcs {
