@@ -32,6 +32,7 @@ require (
 	github.com/titanous/json5 v1.0.0
 	github.com/zalando/go-keyring v0.2.8
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/exp v0.0.0-20261109185158-a52e3aef5920
 	golang.org/x/oauth2 v0.36.0
 	golang.org/x/text v0.44.0
 	google.golang.org/grpc v1.85.0

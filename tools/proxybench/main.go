@@ -72,7 +72,15 @@ func main() {
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocation profile after the loaded metaclaw run to this file and the one before it to this file.base (read with go tool pprof -sample_index=alloc_space -diff_base FILE.base)")
 	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")
 	skipEmpty := flag.Bool("loaded-only", false, "run only the loaded scenario")
+	report := flag.String("tracereport", "", "instead of measuring, read a -trace file and print what its slowest requests waited on (their steps, runnable and blocked time, what else ran meanwhile)")
+	reportN := flag.Int("tracereport-n", 30, "requests the -tracereport details (the slowest, and as many around the median)")
 	flag.Parse()
+	if *report != "" {
+		if err := traceReport(os.Stdout, *report, *reportN); err != nil {
+			fail(err)
+		}
+		return
+	}
 
 	up := fakellm.New()
 	up.Record = false
