@@ -346,7 +346,7 @@ func (w *world) stopGateway() {
 	case <-time.After(60 * time.Second):
 		gw.Process.Kill()
 		<-w.gwExited
-		w.t.Error("gateway did not stop within 60s of SIGTERM")
+		w.t.Errorf("gateway did not stop within 60s of SIGTERM\n%s", w.gatewayLog())
 	}
 }
 
