@@ -797,16 +797,9 @@ func (sc *scoreScratch) entityOverlap(d *derived) float64 {
 	return float64(n) / float64(d.nEnts)
 }
 
-// factScore weighs a candidate as a fact: relevance, importance (decayed),
-// recency, embedding similarity, the continuity cue, then type and
-// confidence.
-func factScore(u *Unit, now time.Time, lex, ent, emb float64, embOn, isCue bool) float64 {
-	w := weightsOf(u)
-	age := w.ageDays(now)
-	return w.factScore(age, w.importance(age), lex, ent, emb, embOn, isCue)
-}
-
-// factScore is factScore at age days with importance imp.
+// factScore weighs a candidate as a fact at age days with importance imp:
+// relevance, importance (decayed), recency, embedding similarity, the
+// continuity cue, then type and confidence.
 func (w *unitWeights) factScore(age, imp, lex, ent, emb float64, embOn, isCue bool) float64 {
 	rec := math.Exp(-age / 14)
 	score := 0.45*lex + 0.1*ent + 0.3*imp + 0.1*rec
