@@ -146,7 +146,7 @@ func (in *Ingester) lockFor(l *lockStripes, session string) *sync.Mutex {
 var (
 	durableEN = regexp.MustCompile(`(?i)\b(?:remember (?:that|this)|keep in mind|note that|don'?t forget|from now on|going forward|from here on|henceforth|in (?:the )?future)\b|` +
 		`(?:^|[.!?;:\n]\s*)(?:(?:please|and|also|so)[,\s]+)*(?:(?:you|we)\s+(?:should|must|will)\s+)?(?:always|never|do not ever|don'?t ever)\b`)
-	durableZH = regexp.MustCompile(`记住|记得|记一下|记下|以后|今后|从现在开始|从今以后|往后|总是|始终|永远|务必|一定要|必须|千万|绝对不要|不要再|别再`)
+	durableZH = regexp.MustCompile(strings.Join(durableMarkers, "|"))
 )
 
 // Durable reports whether a user's text marks something as lasting
@@ -184,7 +184,8 @@ func (in *Ingester) checkDurable(session, requestJSON string) {
 	}()
 }
 
-// durableMarkers are the Chinese markers Durable's expression needs.
+// durableMarkers are the Chinese markers: durableZH is their alternation,
+// and mayBeDurable looks for them as plain substrings.
 var durableMarkers = []string{"记住", "记得", "记一下", "记下", "以后", "今后", "从现在开始", "从今以后", "往后", "总是", "始终", "永远", "务必", "一定要", "必须", "千万", "绝对不要", "不要再", "别再"}
 
 // durableUnsure is text that can become a durable word only once decoded
@@ -248,11 +249,7 @@ func durableLead(word, rest string) bool {
 	}
 	var low [10]byte
 	for i := 0; i < len(word); i++ {
-		c := word[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		low[i] = c
+		low[i] = lowerASCII(word[i])
 	}
 	switch string(low[:len(word)]) {
 	case "remember", "forget", "henceforth", "future", "always", "never", "ever":
