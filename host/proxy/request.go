@@ -59,10 +59,8 @@ func (m msg) appendTo(dst []byte) []byte {
 	if m.appended == "" {
 		return append(dst, m.raw...)
 	}
-	dst = append(dst, m.raw[:m.quote]...)
-	dst = append(dst, `\n\n`...)
-	dst = jsonstr.AppendBody(dst, m.appended)
-	return append(dst, m.raw[m.quote:]...)
+	dst = appendSpliced(dst, m.raw[:m.quote+1], m.appended)
+	return append(dst, m.raw[m.quote+1:]...)
 }
 
 // size bounds the length appendTo writes (escapes included, mostly).
