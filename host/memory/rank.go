@@ -157,7 +157,10 @@ func (w *unitWeights) ageDays(now time.Time) float64 {
 	return max(0, now.Sub(w.lastSeen).Hours()/24)
 }
 
-// importance is effectiveImportance at age days.
+// importance is the unit's importance at age days since it was last
+// stated, computed at read time from timestamps (so decay is idempotent):
+// importance, reinforced by repetition, halved every half-life; stated
+// preferences and facts keep at least half their weight.
 func (w *unitWeights) importance(age float64) float64 {
 	return w.impR * max(math.Pow(0.5, age/w.hl), w.floor)
 }
@@ -843,15 +846,6 @@ var typeBoost = map[Type]float64{Preference: 1, Semantic: 1, ProjectState: 1, Ep
 
 // halfLife is how fast a type's importance fades after it was last stated.
 var halfLife = map[Type]float64{Preference: 365, Semantic: 270, ProjectState: 120, Episodic: 30, WorkingSummary: 7}
-
-// effectiveImportance is computed at read time from timestamps (so decay is
-// idempotent): importance, reinforced by repetition, halved every half-life
-// since the unit was last stated; stated preferences and facts keep at least
-// half their weight.
-func effectiveImportance(u *Unit, now time.Time) float64 {
-	w := weightsOf(u)
-	return w.importance(w.ageDays(now))
-}
 
 func (s *Store) embeddingsOn() bool {
 	return s.o.Embedder != nil && s.o.Mode != "keyword"

@@ -223,7 +223,8 @@ func TestDecayAndExpiryAtReadTime(t *testing.T) {
 	// Importance decays from timestamps, so it never compounds.
 	u := all[0]
 	at := clk.Now()
-	a, b := effectiveImportance(&u, at), effectiveImportance(&u, at)
+	effective := func() float64 { w := weightsOf(&u); return w.importance(w.ageDays(at)) }
+	a, b := effective(), effective()
 	if a != b {
 		t.Fatal("decay is not idempotent")
 	}
