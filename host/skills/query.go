@@ -48,12 +48,15 @@ func isTermRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) 
 
 // splitTerms lowercases text and cuts it into unicode61-style tokens.
 func splitTerms(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isTermRune(r) })
+	var out []string
+	eachTerm(text, func(t string) bool { out = append(out, t); return true })
+	return out
 }
 
-// eachTerm calls fn with splitTerms(text), one token at a time, without
-// building the slice (the request path and indexing read every word of
-// long texts). The tokens are substrings of the lowercased text.
+// eachTerm calls fn with each of text's tokens (lowercased, unicode61-style:
+// runs of letters and digits), one at a time, without building a slice (the
+// request path and indexing read every word of long texts). The tokens are
+// substrings of the lowercased text.
 func eachTerm(text string, fn func(string) bool) {
 	text = strings.ToLower(text)
 	start := -1
