@@ -74,25 +74,22 @@ func FuzzClip(f *testing.F) {
 			}
 		}
 
-		p := Prefix(s, n)
-		check("Prefix", p, len(s) <= n)
-		if !strings.HasPrefix(s, p) || len(p) > max(n, 0) {
-			t.Fatalf("Prefix(%q, %d) = %q: not a prefix within %d bytes", s, n, p, n)
-		}
-		if valid && len(s) > n && len(p) <= n-utf8.UTFMax {
-			t.Fatalf("Prefix(%q, %d) = %q: cut more than one rune short", s, n, p)
-		}
-
-		sf := Suffix(s, n)
-		check("Suffix", sf, len(s) <= n)
-		if !strings.HasSuffix(s, sf) || len(sf) > max(n, 0) {
-			t.Fatalf("Suffix(%q, %d) = %q: not a suffix within %d bytes", s, n, sf, n)
-		}
-		if valid && len(s) > n && len(sf) <= n-utf8.UTFMax {
-			t.Fatalf("Suffix(%q, %d) = %q: cut more than one rune short", s, n, sf)
+		for _, c := range []struct {
+			name string
+			cut  func(string, int) string
+			part func(s, part string) bool
+		}{{"Prefix", Prefix, strings.HasPrefix}, {"Suffix", Suffix, strings.HasSuffix}} {
+			got := c.cut(s, n)
+			check(c.name, got, len(s) <= n)
+			if !c.part(s, got) || len(got) > max(n, 0) {
+				t.Fatalf("%s(%q, %d) = %q: not a part of s within %d bytes", c.name, s, n, got, n)
+			}
+			if valid && len(s) > n && len(got) <= n-utf8.UTFMax {
+				t.Fatalf("%s(%q, %d) = %q: cut more than one rune short", c.name, s, n, got)
+			}
 		}
 
-		e := Ellipsis(s, n)
+		e, p := Ellipsis(s, n), Prefix(s, n)
 		check("Ellipsis", e, len(s) <= n)
 		if len(s) > n && e != p+Mark {
 			t.Fatalf("Ellipsis(%q, %d) = %q, want Prefix+Mark %q", s, n, e, p+Mark)
