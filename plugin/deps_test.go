@@ -29,6 +29,7 @@ var allowedHost = map[string]bool{
 	"host/config":         true,
 	"host/msgcontent":     true, // stdlib only
 	"internal/atomicfile": true, // stdlib only
+	"internal/textclip":   true, // stdlib only (unicode/utf8)
 	"internal/yamledit":   true, // the YAML library only; host/config links it
 }
 

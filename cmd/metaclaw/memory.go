@@ -70,14 +70,6 @@ func (f *memScopeFlags) key() string {
 	return core.Scope{UserID: f.user, WorkspaceID: f.workspace, Explicit: f.scope}.Key()
 }
 
-func memShort(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
 // memParseExpiry reads "30d", "12h" or an RFC 3339 time.
 func memParseExpiry(s string) (*time.Time, error) {
 	if s == "" {
@@ -124,7 +116,7 @@ func memPrintUnits(w io.Writer, units []memory.Unit) {
 		if u.Agent != "" {
 			scope += " (" + u.Agent + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.ID, u.Type, scope, u.Status, u.SaidAt.Local().Format("2006-01-02"), memShort(u.Content, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.ID, u.Type, scope, u.Status, u.SaidAt.Local().Format("2006-01-02"), clipText(u.Content, 80))
 	}
 	tw.Flush()
 }
@@ -226,7 +218,7 @@ func newMemSearchCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
 			fmt.Fprintln(tw, "SCORE\tID\tTYPE\tCONTENT")
 			for _, h := range hits {
-				fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\n", h.Score, h.ID, h.Type, memShort(h.Content, 90))
+				fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\n", h.Score, h.ID, h.Type, clipText(h.Content, 90))
 			}
 			return tw.Flush()
 		},
@@ -674,7 +666,7 @@ func memFlushViaHost(ctx context.Context, info daemon.Info, key, session string)
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("ask the host at %s to ingest: HTTP %d: %s", info.Addr, resp.StatusCode, memShort(string(raw), 300))
+		return out, fmt.Errorf("ask the host at %s to ingest: HTTP %d: %s", info.Addr, resp.StatusCode, clipText(string(raw), 300))
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return out, fmt.Errorf("ask the host at %s to ingest: %w", info.Addr, err)

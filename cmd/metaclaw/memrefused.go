@@ -66,7 +66,7 @@ often it was seen. Nothing listed here reaches a prompt.`,
 				if len(r.Findings) > 0 {
 					rule = r.Findings[0].Rule
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.LastAt.Local().Format("2006-01-02 15:04"), r.Count, r.Origin, r.Scope, rule, memShort(r.Content, 70))
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.LastAt.Local().Format("2006-01-02 15:04"), r.Count, r.Origin, r.Scope, rule, clipText(r.Content, 70))
 			}
 			return tw.Flush()
 		},

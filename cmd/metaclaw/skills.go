@@ -20,6 +20,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/skills"
 	"github.com/metaclaw-go/metaclaw/host/skills/bank"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 func newSkillsCmd() *cobra.Command {
@@ -161,13 +162,8 @@ func fatalProblems(ps []skills.Problem) int {
 	return n
 }
 
-func clipText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
+// clipText puts s on one line of at most n characters (a table column).
+func clipText(s string, n int) string { return textclip.Runes(oneLine(s), n) }
 
 func newSkillsShowCmd() *cobra.Command {
 	var asJSON, proposal bool

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // maxErrorMessage bounds a message taken from a non-JSON upstream body (an
@@ -206,7 +208,7 @@ func TranslateErrorBody(from, to API, status int, body []byte) []byte {
 		return body // already a proper error in the client's format
 	}
 	if !recognised {
-		msg = strings.TrimSpace(truncateUTF8(string(trimmed), maxErrorMessage))
+		msg = strings.TrimSpace(textclip.Prefix(string(trimmed), maxErrorMessage))
 	}
 	if msg == "" {
 		msg = http.StatusText(status)

@@ -174,17 +174,6 @@ func (s *argString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// truncateUTF8 cuts s to at most n bytes without splitting a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // jsonString decodes a JSON string token taken from a RawMessage that the
 // outer Unmarshal already validated; json.Unmarshal would validate it a
 // second time, which on a 44 KB system prompt is a large share of a request's

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // SummarizeResponse summarises a non-streaming response body in api's format.
@@ -26,7 +27,7 @@ func SummarizeAnswer(api API, body []byte) (Summary, error) {
 		return s, err
 	}
 	if e := bytes.TrimSpace(shape.err); len(e) > 0 && string(e) != "null" {
-		return s, fmt.Errorf("it carries an error: %s", cut(string(e), 300))
+		return s, fmt.Errorf("it carries an error: %s", textclip.Ellipsis(string(e), 300))
 	}
 	switch {
 	case api == Anthropic && shape.typ != "message" && !shape.list:
@@ -42,13 +43,6 @@ type answerShape struct {
 	err  json.RawMessage // the "error" member
 	typ  string          // Anthropic's "type"
 	list bool            // "choices" (OpenAI) or "content" (Anthropic) is an array
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 func decodeAnswer(api API, body []byte) (Summary, answerShape, error) {
@@ -155,12 +149,9 @@ func (c *capped) WriteString(s string) {
 		c.b.WriteString(s)
 		return
 	}
-	k := max(c.limit-c.b.Len(), 0)
-	for k > 0 && !utf8.RuneStart(s[k]) {
-		k--
-	}
-	c.b.WriteString(s[:k])
-	c.over += len(s) - k
+	kept := textclip.Prefix(s, c.limit-c.b.Len())
+	c.b.WriteString(kept)
+	c.over += len(s) - len(kept)
 }
 
 func (c *capped) String() string {

@@ -346,17 +346,10 @@ func Render(sections []Section) Injection {
 }
 
 // frames remembers the frame's count by the titles of the sections present
-// (the frame depends on nothing else, and tokenizing it costs ~50 µs):
-// looking it up builds no string (a map index by string(bytes) does not
-// allocate).
-var frames = struct {
-	sync.RWMutex
-	count map[string]int
-}{count: map[string]int{}}
-
-// maxFrames bounds the frames remembered (titles are the providers' own
-// constants: a handful of combinations in practice).
-const maxFrames = 64
+// (the frame depends on nothing else, and tokenizing it costs ~50 µs), so a
+// hit builds no frame. Titles are the providers' own constants: a handful of
+// combinations in practice, far below the bound.
+var frames = tokens.NewCache(64)
 
 // countBlock measures the block. When every section measured its own body
 // (providers do, to fit their budgets), only the small frame around them is
@@ -380,18 +373,7 @@ func countBlock(sections []Section, rendered string) int {
 	if frame < 0 {
 		return tokens.Count(rendered)
 	}
-	frames.RLock()
-	n, ok := frames.count[string(k)]
-	frames.RUnlock()
-	if !ok {
-		n = tokens.Count(frameOf(sections))
-		frames.Lock()
-		if len(frames.count) < maxFrames {
-			frames.count[string(k)] = n
-		}
-		frames.Unlock()
-	}
-	return sum + n
+	return sum + frames.CountKeyed(k, func() string { return frameOf(sections) })
 }
 
 // frameOf is the block's text without the sections' bodies.

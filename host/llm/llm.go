@@ -18,6 +18,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/version"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Message is one chat message.
@@ -151,9 +152,7 @@ func (c *Client) complete(ctx context.Context, req Request) (Response, error) {
 	}
 	if resp.StatusCode >= 400 {
 		msg := string(out)
-		if len(msg) > 500 {
-			msg = msg[:500] + "…"
-		}
+		msg = textclip.Ellipsis(msg, 500)
 		return Response{}, fmt.Errorf("%s call: HTTP %d: %s", c.purpose, resp.StatusCode, msg)
 	}
 	sum, err := apiformat.SummarizeResponse(api, out)

@@ -17,6 +17,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/route"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // API serves the memory HTTP routes (behind the proxy's auth, each also
@@ -588,8 +589,8 @@ func (a *API) bufferTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	prompt, _ := Redact(truncate(req.Turn.PromptText, maxTurnText))
-	resp, _ := Redact(truncate(req.Turn.ResponseText, maxTurnText))
+	prompt, _ := Redact(textclip.Prefix(req.Turn.PromptText, maxTurnText))
+	resp, _ := Redact(textclip.Prefix(req.Turn.ResponseText, maxTurnText))
 	var n int
 	err := a.Store.writeTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO memory_buffer (session_id, scope, agent, prompt_text, response_text, at) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -616,13 +617,6 @@ func (a *API) bufferTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]any{"flushed": true, "added": res.Added})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 func (a *API) flushSession(w http.ResponseWriter, r *http.Request) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/safety"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Batch is a set of turns to learn from (also the body of
@@ -86,12 +87,8 @@ func (s *Store) prepare(b *Batch, t *Turn) {
 	if t.SessionID == "" {
 		t.SessionID = b.SessionID
 	}
-	if len(t.User) > maxTurnText {
-		t.User = t.User[:maxTurnText]
-	}
-	if len(t.Assistant) > maxTurnText {
-		t.Assistant = t.Assistant[:maxTurnText]
-	}
+	t.User = textclip.Prefix(t.User, maxTurnText)
+	t.Assistant = textclip.Prefix(t.Assistant, maxTurnText)
 	t.User = stripPasted(t.User) // what the user pasted for processing is not what they said (guard.go, pasted.go)
 	var secrets []string
 	t.User, secrets = safety.RedactCollect(t.User)

@@ -15,6 +15,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Job kinds.
@@ -319,8 +320,8 @@ func (in *Ingester) turnsAfter(ctx context.Context, session string, after int64,
 func toTurn(host string, t store.Turn) Turn {
 	ex := transcript.FromTurn(t)
 	// Capped first: a huge pasted message costs no more redaction than a long one.
-	user, _ := Redact(capText(ex.User, maxTurnText))
-	asst, _ := Redact(capText(ex.Assistant, maxTurnText))
+	user, _ := Redact(textclip.Prefix(ex.User, maxTurnText))
+	asst, _ := Redact(textclip.Prefix(ex.Assistant, maxTurnText))
 	var injected []string
 	_ = json.Unmarshal([]byte(t.InjectedJSON), &injected)
 	return Turn{

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // POST /v1/memory/ingest is durable and asynchronous: the request is checked,
@@ -60,22 +60,10 @@ func wantsWait(r *http.Request) bool {
 	return v == "1" || v == "true" || v == "yes"
 }
 
-// capText bounds what one message feeds to redaction and extraction.
-func capText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
-
 func capTurns(ts []Turn) {
 	for i := range ts {
-		ts[i].User = capText(ts[i].User, maxTurnText)
-		ts[i].Assistant = capText(ts[i].Assistant, maxTurnText)
+		ts[i].User = textclip.Prefix(ts[i].User, maxTurnText)
+		ts[i].Assistant = textclip.Prefix(ts[i].Assistant, maxTurnText)
 	}
 }
 

@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/llm"
 	"github.com/metaclaw-go/metaclaw/host/safety"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // LLMExtractor asks an LLM (host/llm, purpose "extractor", usage recorded)
@@ -270,13 +270,5 @@ func clipText(s string, n int) string {
 		}
 		lines = append(lines, l)
 	}
-	s = strings.Join(lines, "\n")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return textclip.Ellipsis(strings.Join(lines, "\n"), n)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Terms are what lexical retrieval matches on: lower-cased letter/digit runs
@@ -210,11 +212,7 @@ func oneLine(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strings.TrimSpace(s[:cut]) + "…"
+	return strings.TrimSpace(textclip.Prefix(s, n)) + textclip.Mark
 }
 
 var stopEN = setOf(`a an the and or but if then else of to in on at by for with from into onto about as is are was were be been being

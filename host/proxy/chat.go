@@ -15,6 +15,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // statusClientClosed records a turn the client abandoned (nginx's convention).
@@ -239,7 +240,7 @@ func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response)
 	w.WriteHeader(resp.StatusCode)
 	w.Write(out)
 	t.rec.Status = resp.StatusCode
-	t.rec.Error = truncateText(string(raw), 2000)
+	t.rec.Error = textclip.Ellipsis(string(raw), 2000)
 }
 
 func (s *Server) relayBody(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, t *turn, resp *http.Response) {
@@ -505,13 +506,6 @@ func (s *Server) finish(t *turn) {
 			}
 		}()
 	}
-}
-
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // redactURLError keeps the error's cause but not the URL's query or userinfo.

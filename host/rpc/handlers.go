@@ -16,6 +16,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/rpc/protocol"
 	"github.com/metaclaw-go/metaclaw/host/usertext"
 	"github.com/metaclaw-go/metaclaw/host/version"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Limits on what one call may carry.
@@ -88,7 +89,7 @@ func identity(id protocol.Identity, needSession bool) (agent string, err error) 
 		agent = "default"
 	}
 	if !agentPattern.MatchString(agent) {
-		return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: agent %q: use letters, digits and . _ : @ - (at most 128)", clip(agent, 64))
+		return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: agent %q: use letters, digits and . _ : @ - (at most 128)", textclip.Prefix(agent, 64))
 	}
 	if needSession && strings.TrimSpace(id.Session) == "" {
 		return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: session is required")
@@ -302,8 +303,8 @@ func (s *Server) observe(p protocol.ObserveParams) (protocol.ObserveResult, erro
 	if p.UserText == "" {
 		p.UserText, _ = s.prompts.get(promptKey(agent, p.Session))
 	}
-	p.UserText = usertext.Clean(clipTail(p.UserText, maxTextBytes))
-	p.AssistantText = clip(p.AssistantText, 4*maxTextBytes)
+	p.UserText = usertext.Clean(textclip.Suffix(p.UserText, maxTextBytes))
+	p.AssistantText = textclip.Prefix(p.AssistantText, 4*maxTextBytes)
 	if p.UserText == "" && strings.TrimSpace(p.AssistantText) == "" && p.Error == "" {
 		res.Reason = "empty turn"
 		return res, nil
@@ -442,25 +443,11 @@ func (s *Server) handleToolsCall(ctx context.Context, raw json.RawMessage) (any,
 		if errors.As(err, &unknown) {
 			return nil, protocol.Errorf(protocol.CodeUnknownTool, "%v", err)
 		}
-		return nil, protocol.Errorf(protocol.CodeToolFailed, "tool %s failed: %v", clip(p.Name, 64), err)
+		return nil, protocol.Errorf(protocol.CodeToolFailed, "tool %s failed: %v", textclip.Prefix(p.Name, 64), err)
 	}
 	b, err := json.Marshal(result)
 	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeToolFailed, "tool %s returned an unencodable result: %v", clip(p.Name, 64), err)
+		return nil, protocol.Errorf(protocol.CodeToolFailed, "tool %s returned an unencodable result: %v", textclip.Prefix(p.Name, 64), err)
 	}
 	return protocol.ToolsCallResult{Result: b}, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
-func clipTail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

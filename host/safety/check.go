@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // AllowedDocHosts are the only hosts an evolved skill may link to: well-known
@@ -206,7 +208,7 @@ func (fs *findings) hidden(text string) bool {
 func (fs *findings) instructions(text string) {
 	for _, p := range instructionPatterns {
 		if m := p.re.FindString(text); m != "" {
-			fs.add(p.rule, fmt.Sprintf("%q", clip(m, 80)))
+			fs.add(p.rule, fmt.Sprintf("%q", textclip.Ellipsis(m, 80)))
 		}
 	}
 	// "without asking the user" deceives unless the sentence forbids what
@@ -214,13 +216,13 @@ func (fs *findings) instructions(text string) {
 	// a rule that protects the user.
 	for _, loc := range withoutTelling.FindAllStringIndex(text, -1) {
 		if !negatedSentence.MatchString(sentenceBefore(text, loc[0])) {
-			fs.add(RuleDeceives, fmt.Sprintf("%q", clip(text[loc[0]:loc[1]], 80)))
+			fs.add(RuleDeceives, fmt.Sprintf("%q", textclip.Ellipsis(text[loc[0]:loc[1]], 80)))
 			break
 		}
 	}
 	for _, loc := range revealSecret.FindAllStringIndex(text, -1) {
 		if !negation.MatchString(text[max(0, loc[0]-40):loc[0]]) {
-			fs.add(RuleRevealsSecret, fmt.Sprintf("%q", clip(text[loc[0]:loc[1]], 80)))
+			fs.add(RuleRevealsSecret, fmt.Sprintf("%q", textclip.Ellipsis(text[loc[0]:loc[1]], 80)))
 			break
 		}
 	}
@@ -253,7 +255,7 @@ func CheckSkill(text string) []Finding {
 	for _, raw := range urlRe.FindAllString(text, -1) {
 		u, err := url.Parse(strings.TrimRight(raw, ".,;:!?"))
 		if err != nil || u.Hostname() == "" || !(hostAllowed(u.Hostname()) || loopback(u.Hostname())) || (u.Scheme != "https" && u.Scheme != "http") {
-			out.add(RuleUnknownHost, clip(raw, 80))
+			out.add(RuleUnknownHost, textclip.Ellipsis(raw, 80))
 		}
 	}
 	for _, h := range wwwRe.FindAllString(text, -1) {
@@ -290,7 +292,7 @@ func CheckMemory(text string) []Finding {
 	out.instructions(text)
 	out.steering(text)
 	if m := sendToURL.FindStringIndex(text); m != nil && !negation.MatchString(text[max(0, m[0]-40):m[0]]) {
-		out.add(RuleExfiltrates, fmt.Sprintf("%q", clip(text[m[0]:m[1]], 80)))
+		out.add(RuleExfiltrates, fmt.Sprintf("%q", textclip.Ellipsis(text[m[0]:m[1]], 80)))
 	}
 	for _, m := range netCommand.FindAllStringSubmatch(text, -1) {
 		h := m[2]
@@ -315,16 +317,4 @@ func looksLikeFile(h string) bool {
 		return true
 	}
 	return false
-}
-
-// clip shortens s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

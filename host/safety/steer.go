@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Rules that only memories get. A memory is a sentence the extractor lifted
@@ -87,12 +89,12 @@ func (fs *findings) steering(text string) {
 		if v == nil || !sensitiveRe.MatchString(clause) || negation.MatchString(clause[:v[0]]) {
 			continue
 		}
-		fs.add(RuleExfiltrates, fmt.Sprintf("%q", clip(strings.TrimSpace(text[start:loc[1]]), 80)))
+		fs.add(RuleExfiltrates, fmt.Sprintf("%q", textclip.Ellipsis(strings.TrimSpace(text[start:loc[1]]), 80)))
 		break
 	}
 	fs.sharedSteering(text)
 	if m := remoteRules.FindString(text); m != "" {
-		fs.add(RuleRemoteCode, fmt.Sprintf("%q", clip(m, 80)))
+		fs.add(RuleRemoteCode, fmt.Sprintf("%q", textclip.Ellipsis(m, 80)))
 	}
 	for _, m := range mdImage.FindAllStringSubmatch(text, -1) {
 		raw := m[1]
@@ -100,14 +102,14 @@ func (fs *findings) steering(text string) {
 			raw = "https:" + raw
 		}
 		if u, err := url.Parse(raw); err != nil || !localHost(u.Hostname()) {
-			fs.add(RuleExfiltrates, "a markdown image from "+clip(m[1], 60)+" (rendering it sends a request out)")
+			fs.add(RuleExfiltrates, "a markdown image from "+textclip.Ellipsis(m[1], 60)+" (rendering it sends a request out)")
 			break
 		}
 	}
 	for _, raw := range urlRe.FindAllString(text, -1) {
 		u, err := url.Parse(strings.TrimRight(raw, ".,;:!?"))
 		if err == nil && !localHost(u.Hostname()) && templateArgs.MatchString(strings.TrimRight(raw, ".,;:!?")) {
-			fs.add(RuleExfiltrates, "a link with a parameter to fill in: "+clip(raw, 60))
+			fs.add(RuleExfiltrates, "a link with a parameter to fill in: "+textclip.Ellipsis(raw, 60))
 			break
 		}
 	}
@@ -138,13 +140,13 @@ func fold(text string) string {
 func (fs *findings) sharedSteering(text string) {
 	fs.revealsEnv(text)
 	if loc := revealPassive.FindStringIndex(text); loc != nil && !negation.MatchString(text[max(0, loc[0]-40):loc[0]]) && !negated.MatchString(text[loc[0]:loc[1]]) {
-		fs.add(RuleRevealsSecret, fmt.Sprintf("%q", clip(text[loc[0]:loc[1]], 80)))
+		fs.add(RuleRevealsSecret, fmt.Sprintf("%q", textclip.Ellipsis(text[loc[0]:loc[1]], 80)))
 	}
 	if m := fetchObey.FindString(text); m != "" {
-		fs.add(RuleRemoteCode, fmt.Sprintf("%q", clip(m, 80)))
+		fs.add(RuleRemoteCode, fmt.Sprintf("%q", textclip.Ellipsis(m, 80)))
 	}
 	if m := noApproval.FindString(text); m != "" {
-		fs.add(RuleDisables, fmt.Sprintf("%q", clip(m, 80)))
+		fs.add(RuleDisables, fmt.Sprintf("%q", textclip.Ellipsis(m, 80)))
 	}
 	if m := zhOverride.FindString(text); m != "" {
 		fs.add(RuleOverrides, fmt.Sprintf("%q", m))
@@ -158,7 +160,7 @@ func (fs *findings) sharedSteering(text string) {
 func (fs *findings) revealsEnv(text string) {
 	for _, loc := range revealEnv.FindAllStringIndex(text, -1) {
 		if !negation.MatchString(text[max(0, loc[0]-40):loc[0]]) {
-			fs.add(RuleRevealsSecret, fmt.Sprintf("%q", clip(text[loc[0]:loc[1]], 80)))
+			fs.add(RuleRevealsSecret, fmt.Sprintf("%q", textclip.Ellipsis(text[loc[0]:loc[1]], 80)))
 			return
 		}
 	}
@@ -175,7 +177,7 @@ func (fs *findings) revealsEnv(text string) {
 			end = loc[1] + e[0]
 		}
 		if persistently.MatchString(text[start:end]) {
-			fs.add(RuleRevealsSecret, fmt.Sprintf("%q", clip(strings.TrimSpace(text[start:end]), 80)))
+			fs.add(RuleRevealsSecret, fmt.Sprintf("%q", textclip.Ellipsis(strings.TrimSpace(text[start:end]), 80)))
 			return
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Learning reads text that nobody vetted: a web page the agent fetched and
@@ -99,23 +101,23 @@ func CheckLearnerInput(text string) []Finding {
 	folded := fold(text)
 	for _, re := range learnerAddress {
 		if m := re.FindString(folded); m != "" {
-			fs.add(RuleOverrides, fmt.Sprintf("addressed to the learner: %q", clip(strings.TrimSpace(m), 60)))
+			fs.add(RuleOverrides, fmt.Sprintf("addressed to the learner: %q", textclip.Ellipsis(strings.TrimSpace(m), 60)))
 			break
 		}
 	}
 	for _, m := range packageSource.FindAllString(folded, -1) {
 		if !officialPackageSource(m) {
-			fs.add(RuleRemoteCode, "installs from another package source: "+clip(m, 80))
+			fs.add(RuleRemoteCode, "installs from another package source: "+textclip.Ellipsis(m, 80))
 			break
 		}
 	}
 	if m := decodeToShell.FindString(folded); m != "" {
-		fs.add(RuleRemoteCode, fmt.Sprintf("%q", clip(m, 80)))
+		fs.add(RuleRemoteCode, fmt.Sprintf("%q", textclip.Ellipsis(m, 80)))
 	}
 	for _, tok := range base64Token.FindAllString(text, 16) {
 		if plain, ok := decodeText(tok); ok {
 			if inner := CheckMemory(plain); len(inner) > 0 {
-				fs.add(RuleEncoded, fmt.Sprintf("a base64 blob that decodes to %q (%s)", clip(plain, 60), inner[0].Rule))
+				fs.add(RuleEncoded, fmt.Sprintf("a base64 blob that decodes to %q (%s)", textclip.Ellipsis(plain, 60), inner[0].Rule))
 				break
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Busy is one interval during which a calendar says the user is busy
@@ -182,7 +184,7 @@ func (c *CalendarSource) Check(now time.Time) Verdict {
 	if !v.Open {
 		switch {
 		case at.IsZero() && err != nil:
-			v.Reason = c.o.Name + ": not fetched yet (" + shorten(err.Error(), 120) + ")"
+			v.Reason = c.o.Name + ": not fetched yet (" + textclip.Ellipsis(err.Error(), 120) + ")"
 		case at.IsZero():
 			v.Reason = c.o.Name + ": not fetched yet"
 		case len(v.Upcoming) > 0:
@@ -192,13 +194,6 @@ func (c *CalendarSource) Check(now time.Time) Verdict {
 		}
 	}
 	return v
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // merge sorts intervals and joins overlapping or touching ones (back-to-back

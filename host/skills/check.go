@@ -26,10 +26,3 @@ func CheckText(text string) []Finding { return safety.CheckSkill(text) }
 func Check(s *Skill) []Finding {
 	return CheckText(skillText(s.Name, s.Description, s.Tags, s.Body))
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return truncate(s, n)
-}

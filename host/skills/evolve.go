@@ -17,6 +17,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Job kinds of the evolver.
@@ -234,7 +235,7 @@ func (ev *Evolver) RunSession(ctx context.Context, sessionID string, upTo int64)
 		reason := "malformed evolver answer: " + err.Error()
 		rep.Rejected = append(rep.Rejected, Rejection{Name: "-", Reason: reason})
 		ev.o.Log.Warn().Str("session", sessionID).Str("reason", reason).Msg("skills: evolver answer rejected")
-		_ = ev.o.Lib.Record(ctx, "-", 0, Event{Action: "rejected", Source: "evolver", SessionID: sessionID, Reason: reason}, clip(resp.Text, 4000))
+		_ = ev.o.Lib.Record(ctx, "-", 0, Event{Action: "rejected", Source: "evolver", SessionID: sessionID, Reason: reason}, textclip.Ellipsis(resp.Text, 4000))
 		return rep, ev.setProgress(ctx, sessionID, newest)
 	}
 	if err := ev.Apply(ctx, sessionID, props, &rep); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/embed"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Skill embeddings: stored vectors loaded, missing ones computed in the
@@ -40,11 +41,7 @@ func (l *Library) loadVectors(ctx context.Context) map[string]storedVec {
 
 // embedText is what a skill's vector is computed from.
 func embedText(s *Skill) string {
-	body := s.Body
-	if len(body) > 1500 {
-		body = body[:1500]
-	}
-	return s.Name + ". " + s.Description + ". " + strings.Join(s.Tags, ", ") + ". " + body
+	return s.Name + ". " + s.Description + ". " + strings.Join(s.Tags, ", ") + ". " + textclip.Prefix(s.Body, 1500)
 }
 
 // embedMissing computes vectors for skills that lack one, in the background.

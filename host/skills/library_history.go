@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // The history of every skill version and change, in the store.
@@ -17,25 +19,12 @@ func (l *Library) Record(ctx context.Context, name string, generation int, ev Ev
 
 func (l *Library) recordLocked(ctx context.Context, name string, generation int, ev Event, content, hash string) error {
 	_, err := l.w.ExecContext(ctx, `INSERT INTO skill_history (name, generation, action, source, session_id, reason, content, hash, created_at) VALUES (?,?,?,?,?,?,?,?,?)`,
-		name, generation, ev.Action, ev.Source, ev.SessionID, truncate(ev.Reason, 2000), content, hash, l.now().UnixMilli())
+		name, generation, ev.Action, ev.Source, ev.SessionID, textclip.Ellipsis(ev.Reason, 2000), content, hash, l.now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("skills history: %w", err)
 	}
 	return nil
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // HistoryEntry is one row of a skill's history.
 type HistoryEntry struct {

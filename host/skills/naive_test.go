@@ -14,6 +14,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // naiveEvolver is the evolver's LLM at its most gullible: an OpenAI-compatible
@@ -136,9 +138,7 @@ func naiveProposal(prompt string) map[string]any {
 	}
 	slug = strings.TrimRight(slug, "-")
 	desc := strings.TrimSpace(firstUser)
-	if len(desc) > 200 {
-		desc = truncate(desc, 200)
-	}
+	desc = textclip.Ellipsis(desc, 200)
 	desc = "Use when a request is like: " + desc
 	return map[string]any{"action": "create", "name": slug, "description": desc, "category": "general",
 		"tags": []string{"learned"}, "body": b, "rationale": "Everything the conversation said, as steps."}

@@ -3,6 +3,8 @@ package skills
 import (
 	"fmt"
 	"strings"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // evolverSystem is the evolver's instructions. It is ours (not the Python
@@ -47,12 +49,12 @@ func buildEvolverPrompt(related []*Skill, others []*Skill, xs []annotated, notes
 		b.WriteString("(none)\n")
 	}
 	for _, s := range related {
-		fmt.Fprintf(&b, "### %s (status: %s, generation %d)\ndescription: %s\n\n%s\n\n", s.Name, s.Status, s.Generation, oneLine(s.Description), clip(s.Body, 1500))
+		fmt.Fprintf(&b, "### %s (status: %s, generation %d)\ndescription: %s\n\n%s\n\n", s.Name, s.Status, s.Generation, oneLine(s.Description), textclip.Ellipsis(s.Body, 1500))
 	}
 	if len(others) > 0 {
 		b.WriteString("## Other existing skills (name: description)\n\n")
 		for _, s := range others {
-			fmt.Fprintf(&b, "- %s: %s\n", s.Name, clip(oneLine(s.Description), 140))
+			fmt.Fprintf(&b, "- %s: %s\n", s.Name, textclip.Ellipsis(oneLine(s.Description), 140))
 		}
 		b.WriteString("\n")
 	}
@@ -97,10 +99,5 @@ func clipMiddle(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	head := truncate(s, n*2/3)
-	tail := s[len(s)-n/3:]
-	for len(tail) > 0 && !isRuneStart(tail[0]) {
-		tail = tail[1:]
-	}
-	return head + " […] " + tail
+	return textclip.Prefix(s, n*2/3) + " […] " + textclip.Suffix(s, n/3)
 }

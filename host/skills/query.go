@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // MaxQueryTerms bounds the terms of one MATCH expression (each OR'ed term
@@ -115,10 +117,7 @@ func QueryTerms(texts []string, max int) []string {
 	}()
 	var out []string
 	for i := len(texts) - 1; i >= 0 && len(out) < max; i-- {
-		t := texts[i]
-		if len(t) > maxTextScan {
-			t = t[:maxTextScan]
-		}
+		t := textclip.Prefix(texts[i], maxTextScan)
 		eachTerm(t, func(term string) bool {
 			if !keepTerm(term) {
 				return true

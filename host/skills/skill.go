@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Status values of a skill. Only active skills are ever injected.
@@ -376,9 +378,7 @@ func yamlReason(err error) string {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = strings.TrimSpace(strings.ReplaceAll(msg, "\n", "; "))
 	}
-	if len(msg) > 200 {
-		msg = msg[:200] + "…"
-	}
+	msg = textclip.Ellipsis(msg, 200)
 	return msg
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // DefaultMaxBodyBytes bounds each stored body of a turn (store.max_body_kb).
@@ -45,11 +47,8 @@ func CutText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + cutMarker(len(s)-n)
+	kept := textclip.Prefix(s, max)
+	return kept + cutMarker(len(s)-len(kept))
 }
 
 // ShrinkJSON returns a valid JSON text of at most about max bytes made from

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Doc is one YAML document edited in steps. Every edit is a text patch
@@ -273,13 +275,8 @@ func sameData(got, want *yaml.Node) error {
 	return nil
 }
 
-func clip(v any) string {
-	s := fmt.Sprint(v)
-	if r := []rune(s); len(r) > 200 {
-		return string(r[:200]) + "…"
-	}
-	return s
-}
+// clip shows at most 200 characters of v and the mark.
+func clip(v any) string { return textclip.Runes(fmt.Sprint(v), 201) }
 
 // checkValue refuses values the renderer cannot write as meant.
 func checkValue(n *yaml.Node) error {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Env edits a dotenv file line by line: an assignment is changed in place
@@ -87,7 +89,7 @@ func envValue(raw string) (string, int, error) {
 			}
 			b.WriteByte(c)
 		}
-		return "", 0, fmt.Errorf("unterminated quote in %q", clip(raw, 40))
+		return "", 0, fmt.Errorf("unterminated quote in %q", textclip.Ellipsis(raw, 40))
 	}
 	v := raw
 	n := len(raw)

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/titanous/json5"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // The concrete-syntax parser behind JSON: it reads JSON, JSONC and JSON5 and
@@ -225,7 +227,7 @@ func (p *jparser) str() (string, error) {
 			raw := p.b[start:p.i]
 			var s string
 			if err := json5.Unmarshal(raw, &s); err != nil {
-				return "", p.errorf("bad string %s: %v", clip(string(raw), 40), err)
+				return "", p.errorf("bad string %s: %v", textclip.Ellipsis(string(raw), 40), err)
 			}
 			return s, nil
 		case c == '\\':

@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Obj is an ordered object (JSON object, TOML inline table, YAML mapping)
@@ -321,14 +323,7 @@ func mismatch(format string, got, want any) error {
 	}
 	from := max(0, i-40)
 	return fmt.Errorf("%s edit verification failed: result differs from the intended change near %q (want %q)",
-		format, clip(g[from:], 100), clip(w[from:], 100))
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
+		format, textclip.Ellipsis(g[from:], 100), textclip.Ellipsis(w[from:], 100))
 }
 
 // MarshalJSON writes an Obj as a JSON object in its order.

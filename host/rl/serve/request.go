@@ -9,6 +9,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/rl/chattemplate"
 	"github.com/metaclaw-go/metaclaw/host/usertext"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // params are what a request asks of the sampler and of the answer.
@@ -142,7 +143,7 @@ const (
 func instruction(conv chattemplate.Conversation) string {
 	for i := len(conv.Messages) - 1; i >= 0; i-- {
 		if m := conv.Messages[i]; m.Role == "user" {
-			return clip(usertext.Clean(m.Content), maxInstruction)
+			return textclip.Ellipsis(usertext.Clean(m.Content), maxInstruction)
 		}
 	}
 	return ""
@@ -159,18 +160,7 @@ func lastMessage(conv chattemplate.Conversation) string {
 	if m.Role == "tool" && m.Name != "" {
 		role = "tool (" + m.Name + ")"
 	}
-	return clip(role+": "+usertext.Clean(m.Content), maxMessage)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
+	return textclip.Ellipsis(role+": "+usertext.Clean(m.Content), maxMessage)
 }
 
 // judgeText is the answer as the judge reads it: the text, then each tool
@@ -184,5 +174,5 @@ func judgeText(content string, calls []struct{ Name, Arguments string }) string 
 		}
 		fmt.Fprintf(&b, "[tool call] %s(%s)", c.Name, c.Arguments)
 	}
-	return clip(b.String(), maxResponse)
+	return textclip.Ellipsis(b.String(), maxResponse)
 }

@@ -100,9 +100,6 @@ func TestJudgeTexts(t *testing.T) {
 	if got := judgeText("  Reading.\n", []struct{ Name, Arguments string }{{"read", `{"path":"a"}`}}); got != "Reading.\n[tool call] read({\"path\":\"a\"})" {
 		t.Errorf("judge text %q", got)
 	}
-	if got := clip(strings.Repeat("é", 10), 5); got != "éé…" {
-		t.Errorf("clip cut a character: %q", got)
-	}
 }
 
 // FuzzCutter checks the stop-string cut on token sequences that split

@@ -22,6 +22,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/llm"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/version"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Purpose is the usage purpose of teacher calls.
@@ -103,9 +104,7 @@ func (c *Client) call(req *http.Request, ans *completionsAnswer, p, r int) ([]fl
 	}
 	if resp.StatusCode >= 400 {
 		msg := string(raw)
-		if len(msg) > 500 {
-			msg = msg[:500] + "…"
-		}
+		msg = textclip.Ellipsis(msg, 500)
 		return nil, fmt.Errorf("teacher call: HTTP %d: %s", resp.StatusCode, msg)
 	}
 	if err := json.Unmarshal(raw, ans); err != nil {

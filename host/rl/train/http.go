@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
 	"github.com/metaclaw-go/metaclaw/host/rl/samples"
 	"github.com/metaclaw-go/metaclaw/host/route"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // Routes is the training API (behind the proxy's auth), used by `metaclaw
@@ -179,23 +179,11 @@ func Summaries(list []samples.Sample) []SampleSummary {
 		}
 		out = append(out, SampleSummary{ID: s.ID, SessionID: s.SessionID, Agent: s.Agent, Seq: s.Seq, CreatedAt: s.CreatedAt,
 			SkillGeneration: s.SkillGeneration, SamplerStep: s.SamplerStep, PromptTokens: len(s.Prompt), CompletionTokens: len(s.Completion),
-			Instruction: clip(s.Instruction, 300), Response: clip(s.Response, 600), Judge: s.Judge, JudgeState: s.JudgeState,
-			Reward: s.Reward, Votes: votes, JudgeText: clip(s.JudgeText, 600), Teacher: s.TeacherLogprobs != nil,
+			Instruction: textclip.Ellipsis(s.Instruction, 300), Response: textclip.Ellipsis(s.Response, 600), Judge: s.Judge, JudgeState: s.JudgeState,
+			Reward: s.Reward, Votes: votes, JudgeText: textclip.Ellipsis(s.JudgeText, 600), Teacher: s.TeacherLogprobs != nil,
 			State: s.State, StateReason: s.StateReason, BatchID: s.BatchID, Step: s.Step})
 	}
 	return out
-}
-
-// clip shortens s to at most n bytes on a character boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

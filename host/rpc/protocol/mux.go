@@ -14,6 +14,8 @@ import (
 	"unicode"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // HandlerFunc serves one method. params is never nil ("{}" when absent).
@@ -146,7 +148,7 @@ func (m *Mux) handler(conn *Conn) jsonrpc2.Handler {
 func (m *Mux) dispatch(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
 	h, ok := m.methods[req.Method]
 	if !ok {
-		return nil, Errorf(CodeMethodNotFound, "method not found: %q", truncate(req.Method, 100))
+		return nil, Errorf(CodeMethodNotFound, "method not found: %q", textclip.Ellipsis(req.Method, 100))
 	}
 	params := json.RawMessage("{}")
 	if req.Params != nil && string(bytes.TrimSpace(*req.Params)) != "null" {
@@ -211,11 +213,4 @@ func describe(err error) string {
 		return fmt.Sprintf("field %s must be %s, not %s", field, te.Type.String(), te.Value)
 	}
 	return err.Error()
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

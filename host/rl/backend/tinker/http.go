@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // maxErrorBody bounds how much of an error answer is read.
@@ -197,9 +198,7 @@ func (c *Client) apiError(op string, resp *response) *backend.APIError {
 			msg = string(d.Detail)
 		}
 	}
-	if len(msg) > 500 {
-		msg = msg[:500] + "…"
-	}
+	msg = textclip.Ellipsis(msg, 500)
 	if msg == "" {
 		msg = http.StatusText(resp.status)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/rl/backend"
+	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
 // DefaultURL is Weaver's public endpoint.
@@ -228,9 +229,7 @@ func apiError(op string, status int, b []byte) *backend.APIError {
 	_ = json.Unmarshal(b, &e)
 	if e.Message == "" {
 		e.Message = strings.TrimSpace(string(b))
-		if len(e.Message) > 300 {
-			e.Message = e.Message[:300] + "…"
-		}
+		e.Message = textclip.Ellipsis(e.Message, 300)
 	}
 	return &backend.APIError{Backend: "weaver", Op: op, Status: status, Category: e.Error, Message: e.Message}
 }
