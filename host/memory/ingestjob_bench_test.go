@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -104,4 +105,57 @@ func walFrames(b *testing.B, st *store.SQLite) int {
 		return 0
 	}
 	return int((fi.Size() - 32) / (size + 24))
+}
+
+// BenchmarkJobQueueCycle is the durable job queue's own cost per job: its
+// enqueue, claim and finish, three commits on the store's one writer (what
+// every ingest job paid before it was queued in memory; session-end and
+// evolution jobs still do), in a queue holding 2,000 finished jobs.
+func BenchmarkJobQueueCycle(b *testing.B) {
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, b.TempDir()+"/"+store.DBFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	cycle := func() {
+		if _, err := st.EnqueueJob(ctx, JobIngest, `{"session_id":"bench"}`, time.Time{}); err != nil {
+			b.Fatal(err)
+		}
+		j, err := st.ClaimJob(ctx, []string{JobIngest}, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := st.FinishJob(ctx, j.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 2000 {
+		cycle()
+	}
+	frames, cpu := 0, int64(0)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		if _, err := st.Writer().Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			b.Fatal(err)
+		}
+		walBefore := walFrames(b, st)
+		cpu0, _ := threadCPU()
+		b.StartTimer()
+		cycle()
+		b.StopTimer()
+		cpu1, _ := threadCPU()
+		cpu += cpu1 - cpu0
+		frames += walFrames(b, st) - walBefore
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(frames)/float64(b.N), "pages/op")
+	if _, ok := threadCPU(); ok {
+		b.ReportMetric(float64(cpu)/1e3/float64(b.N), "cpu-µs/op")
+	}
 }
