@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func BenchmarkIngestJob(b *testing.B) {
 	sys := strings.Repeat("You are a coding agent working in the user's repository. Follow the workspace rules and keep answers short. ", 56)[:6000]
 	c := newCorpus(5)
 	payload, _ := json.Marshal(IngestJob{SessionID: "job"})
-	frames, cpu := 0, int64(0)
+	frames, cpu, spawned := 0, int64(0), uint64(0)
 	runtime.LockOSThread() // the SQLite driver runs on the caller's goroutine: this thread's CPU is the job's
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
@@ -62,6 +63,7 @@ func BenchmarkIngestJob(b *testing.B) {
 			b.Fatal(err)
 		}
 		walBefore := walFrames(b, st)
+		g0 := goroutinesCreated()
 		cpu0, _ := threadCPU()
 		b.StartTimer()
 		if err := in.HandleIngest(ctx, payload); err != nil {
@@ -70,17 +72,31 @@ func BenchmarkIngestJob(b *testing.B) {
 		b.StopTimer()
 		cpu1, _ := threadCPU()
 		cpu += cpu1 - cpu0
+		spawned += goroutinesCreated() - g0
 		frames += walFrames(b, st) - walBefore
 		b.StartTimer()
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(frames)/float64(b.N), "pages/op")
+	b.ReportMetric(float64(spawned)/float64(b.N), "goroutines/op")
 	if _, ok := threadCPU(); ok {
 		b.ReportMetric(float64(cpu)/1e3/float64(b.N), "cpu-µs/op")
 	}
 	if n, _ := in.Pending(ctx); n != 0 {
 		b.Fatalf("%d turns left pending", n)
 	}
+}
+
+// goroutinesCreated counts the goroutines the process has started: an
+// ingest job's are mostly the SQL driver's cancellation watchers (one per
+// statement run with a cancellable context), which wake beside requests.
+func goroutinesCreated() uint64 {
+	m := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return m[0].Value.Uint64()
 }
 
 // walFrames is how many pages the write-ahead log holds: the pages
