@@ -37,6 +37,11 @@ type kindWorkers struct {
 	kind    string
 	handler JobHandler
 	wakeup  chan struct{}
+	// transient are jobs queued in memory (transient.go); durableNext
+	// says which queue runOne tries first, so that neither starves the
+	// other. Both under jobs.mu.
+	transient   []json.RawMessage
+	durableNext bool
 }
 
 func newJobs(c *Core, grace time.Duration) *jobs {
@@ -118,12 +123,40 @@ func (j *jobs) work(k *kindWorkers) {
 	}
 }
 
-// runOne claims and runs one ready job of k's kind; false when none was ready.
+// jobsBookkeeping is the context of the queue's own writes: they must land
+// even while stopping.
+var jobsBookkeeping = context.Background()
+
+// runOne runs one ready job of k's kind, transient or durable (taking turns
+// when both wait); false when none was ready.
 func (j *jobs) runOne(k *kindWorkers) bool {
 	if j.ctx.Err() != nil {
 		return false
 	}
-	bg := context.Background() // bookkeeping must land even while stopping
+	j.mu.Lock()
+	durableFirst := k.durableNext
+	k.durableNext = !durableFirst
+	j.mu.Unlock()
+	if durableFirst {
+		return j.runDurable(k) || j.runTransient(k)
+	}
+	return j.runTransient(k) || j.runDurable(k)
+}
+
+// runHandler calls h, a panic being its error.
+func runHandler(ctx context.Context, h JobHandler, payload json.RawMessage) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("job handler panicked: %v", r)
+		}
+	}()
+	return h(ctx, payload)
+}
+
+// runDurable claims and runs one ready durable job of k's kind; false when
+// none was ready.
+func (j *jobs) runDurable(k *kindWorkers) bool {
+	bg := jobsBookkeeping
 	job, err := j.c.st.ClaimJob(bg, []string{k.kind}, time.Now())
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
@@ -135,14 +168,7 @@ func (j *jobs) runOne(k *kindWorkers) bool {
 	j.mu.Lock()
 	h := k.handler
 	j.mu.Unlock()
-	runErr := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("job handler panicked: %v", r)
-			}
-		}()
-		return h(j.ctx, json.RawMessage(job.Payload))
-	}()
+	runErr := runHandler(j.ctx, h, json.RawMessage(job.Payload))
 	switch {
 	case runErr == nil:
 		if err := j.c.st.FinishJob(bg, job.ID); err != nil {

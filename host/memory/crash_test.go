@@ -88,40 +88,13 @@ func TestCrashDuringIngestion(t *testing.T) {
 	st.Close()
 
 	// Ingest in a child process and SIGKILL it inside its 5th transaction.
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := make(chan int, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		n := 0
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "in-tx") {
-				if n++; n == 5 {
-					cmd.Process.Kill() // SIGKILL: no cleanup, the transaction is open
-					killed <- n
-					return
-				}
-			}
+	n := 0
+	killHelperAt(t, "TestCrashHelperProcess", crashEnv, dir, func(line string) bool {
+		if strings.HasPrefix(line, "in-tx") {
+			n++
 		}
-		killed <- n
-	}()
-	select {
-	case n := <-killed:
-		if n != 5 {
-			t.Fatalf("helper finished after %d transactions without being killed", n)
-		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("helper never reached its 5th transaction")
-	}
-	cmd.Wait()
+		return n == 5
+	})
 
 	// After the crash: some sessions committed, the rest pending, nothing half-written.
 	st, err = store.OpenSQLite(ctx, filepath.Join(dir, store.DBFile))
@@ -176,6 +149,46 @@ func TestCrashDuringIngestion(t *testing.T) {
 		t.Fatalf("%d units, want %d", len(units), crashSessions*crashTurns+1)
 	}
 	checkIndex(t, s)
+}
+
+// killHelperAt runs test, a helper test of this binary, with env set to
+// dir, and SIGKILLs it (no cleanup: its open transaction stays open) at the
+// first line of its output for which at says so. It fails when the helper
+// ends first or has not got there within a minute.
+func killHelperAt(t *testing.T, test, env, dir string, at func(line string) bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	killed := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		last := ""
+		for sc.Scan() {
+			if last = sc.Text(); at(last) {
+				cmd.Process.Kill()
+				killed <- ""
+				return
+			}
+		}
+		killed <- "the helper ended without being killed; its last line: " + last
+	}()
+	select {
+	case msg := <-killed:
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the helper did not get where it is killed within a minute")
+	}
 }
 
 // checkIndex verifies the FTS index and document frequencies against the units.

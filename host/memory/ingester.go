@@ -49,7 +49,7 @@ type Ingester struct {
 	every int
 	side  bool
 	log   zerolog.Logger
-	// Enqueue schedules a durable JobIngest (core.Enqueue).
+	// Enqueue schedules a JobIngest (core.EnqueueTransient).
 	enqueue func(ctx context.Context, job IngestJob) error
 
 	mu     sync.Mutex
@@ -87,7 +87,7 @@ type IngesterOptions struct {
 	Every int
 	// SideTurns learns from side turns too (memory.ignore_turn_type).
 	SideTurns bool
-	// Enqueue schedules a durable job; nil ingests inline (tests, CLI).
+	// Enqueue schedules a job; nil ingests inline (tests, CLI).
 	Enqueue func(ctx context.Context, job IngestJob) error
 	// StartWait is how long a new session's first retrieval waits for the
 	// agent's earlier pending turns to be ingested (memory.session_start_wait_ms);
@@ -112,8 +112,12 @@ func NewIngester(st Storage, mem *Store, o IngesterOptions) *Ingester {
 // job, the session-end flush and the session-start catch-up. auto false
 // registers the jobs only (memory.manual_trigger, memory.auto_extract false).
 func (in *Ingester) Register(c *core.Core, auto bool) {
-	in.enqueue = func(ctx context.Context, job IngestJob) error {
-		return c.Enqueue(ctx, JobIngest, job, time.Time{})
+	// Queued in memory: the turns are the durable part (a session's end, or
+	// the agent's next session's catch-up, ingests what a job lost at a
+	// crash would have), and the recorder calling OnTurn does not wait for
+	// a commit behind learning's transaction.
+	in.enqueue = func(_ context.Context, job IngestJob) error {
+		return c.EnqueueTransient(JobIngest, job)
 	}
 	in.flush = c.Flush
 	in.yield = func(ctx context.Context) { c.WaitForGap(ctx, maxYield) }

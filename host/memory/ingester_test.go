@@ -200,8 +200,8 @@ func TestManualTrigger(t *testing.T) {
 	h.Flush(t)
 	// The turn listeners ran before Flush returned: none scheduled an ingestion.
 	var jobs int
-	if err := h.Store.Reader().QueryRow(`SELECT COUNT(*) FROM jobs WHERE kind = ?`, JobIngest).Scan(&jobs); err != nil || jobs != 0 {
-		t.Fatalf("manual trigger scheduled %d ingestion jobs (%v)", jobs, err)
+	if err := h.Store.Reader().QueryRow(`SELECT COUNT(*) FROM jobs WHERE kind = ?`, JobIngest).Scan(&jobs); err != nil || jobs != 0 || h.Core.TransientQueued(JobIngest) != 0 {
+		t.Fatalf("manual trigger scheduled %d ingestion jobs, %d in memory (%v)", jobs, h.Core.TransientQueued(JobIngest), err)
 	}
 	if n, _ := h.mem.Store.ActiveCount(ctx); n != 0 {
 		t.Fatalf("manual trigger ingested on its own: %d", n)

@@ -115,16 +115,20 @@ func (s *SQLite) RecordTurns(ctx context.Context, turns []*Turn) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("record turns: %w", err)
 	}
-	// Once begun, the batch runs to its commit without the driver's
-	// per-statement cancellation watcher: a goroutine per statement, made
-	// runnable beside the answers on two cores (proxybench -tracereport).
-	// The turns are journaled already, so finishing is never wrong.
-	ctx = context.WithoutCancel(ctx)
-	tx, err := s.w.BeginTx(ctx, nil)
+	// Once begun, the batch runs to its commit: the turns are journaled
+	// already, so finishing is never wrong, and no goroutine watches for a
+	// cancellation (connTx).
+	err := s.connTx(ctx, func(ctx context.Context, tx *sql.Conn) error {
+		return recordTurns(ctx, tx, turns)
+	})
 	if err != nil {
 		return fmt.Errorf("record turns: %w", err)
 	}
-	defer tx.Rollback()
+	return nil
+}
+
+// recordTurns is RecordTurns' transaction.
+func recordTurns(ctx context.Context, tx *sql.Conn, turns []*Turn) error {
 	upsert, err := tx.PrepareContext(ctx, `
 INSERT INTO sessions (id, agent, scope, started_at, last_at, main_turns, side_turns)
 VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -135,7 +139,7 @@ ON CONFLICT(id) DO UPDATE SET
     side_turns = side_turns + excluded.side_turns
 RETURNING main_turns, side_turns`)
 	if err != nil {
-		return fmt.Errorf("record turns: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	defer upsert.Close()
 	ins, err := tx.PrepareContext(ctx, `
@@ -144,7 +148,7 @@ INSERT INTO turns (session_id, agent, turn_index, turn_type, client_api, upstrea
     latency_ms, ttfb_ms, status, error, injected, injected_tokens, user_id, workspace_id, memory_scope, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
-		return fmt.Errorf("record turns: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	defer ins.Close()
 	for _, t := range turns {
@@ -159,7 +163,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 
 		}
 		var mainN, sideN int
 		if err := upsert.QueryRowContext(ctx, t.SessionID, t.Agent, t.MemoryScope, ms(t.CreatedAt), ms(t.CreatedAt), mainInc, sideInc).Scan(&mainN, &sideN); err != nil {
-			return fmt.Errorf("record turns: session %s: %w", t.SessionID, err)
+			return fmt.Errorf("session %s: %w", t.SessionID, err)
 		}
 		t.TurnIndex = mainN
 		if sideInc == 1 {
@@ -169,12 +173,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 
 			t.RequestJSON, t.ResponseText, t.Reasoning, nonEmpty(t.ToolCallsJSON, "[]"), t.StopReason, t.InputTokens, t.OutputTokens,
 			t.LatencyMS, t.TTFBMS, t.Status, t.Error, nonEmpty(t.InjectedJSON, "[]"), t.InjectedTokens, t.UserID, t.WorkspaceID, t.MemoryScope, ms(t.CreatedAt))
 		if err != nil {
-			return fmt.Errorf("record turns: insert: %w", err)
+			return fmt.Errorf("insert: %w", err)
 		}
 		t.ID, _ = res.LastInsertId()
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("record turns: commit: %w", err)
 	}
 	return nil
 }
