@@ -44,3 +44,19 @@ func (c *Core) GoBackground(f func()) {
 		f()
 	}()
 }
+
+// Foreground runs f on a fresh goroutine, at the process's priority, and
+// waits for it. Background work calls it around a critical section that the
+// request path also waits for (a lock retrieval takes): a niced thread
+// holding such a lock while the kernel runs others first would stall the
+// requests that wait for it.
+func Foreground(f func()) {
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		f()
+	}()
+	if p := <-done; p != nil {
+		panic(p) // where the caller's recover sees it, as if f ran there
+	}
+}

@@ -170,3 +170,23 @@ func TestJobWorkersRunOnNicedThreadsOnly(t *testing.T) {
 		})
 	}
 }
+
+func TestForegroundLeavesTheNicedThread(t *testing.T) {
+	_, base := myThreadNice(t)
+	if base+DefaultBackgroundNice > MaxBackgroundNice {
+		t.Skipf("the test runs at niceness %d already", base)
+	}
+	c, _ := newCore(t, Options{BackgroundNice: DefaultBackgroundNice})
+	type seen struct{ bg, fg int }
+	got := make(chan seen, 1)
+	c.GoBackground(func() {
+		var s seen
+		_, s.bg = myThreadNice(t)
+		Foreground(func() { _, s.fg = myThreadNice(t) })
+		got <- s
+	})
+	s := <-got
+	if s.bg != base+DefaultBackgroundNice || s.fg != base {
+		t.Errorf("background at %d, its Foreground section at %d; want %d and %d", s.bg, s.fg, base+DefaultBackgroundNice, base)
+	}
+}

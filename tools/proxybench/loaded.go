@@ -94,7 +94,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, *
 	return ln, c, st, done, nil
 }
 
-// learningCatchUp waits (at most a minute) until the recorder has committed
+// learningCatchUp waits (at most 30 s) until the recorder has committed
 // every turn and no job is pending or running, and returns how long that
 // took: learning's backlog at the last answer.
 func learningCatchUp(c *core.Core, st *store.SQLite) (time.Duration, int) {
@@ -104,7 +104,7 @@ func learningCatchUp(c *core.Core, st *store.SQLite) (time.Duration, int) {
 		return 0, -1
 	}
 	first := -1
-	for time.Since(t0) < time.Minute {
+	for time.Since(t0) < 30*time.Second {
 		n, err := st.Counts(ctx)
 		if err != nil {
 			return 0, -1

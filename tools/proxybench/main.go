@@ -72,6 +72,7 @@ func main() {
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocation profile after the loaded metaclaw run to this file and the one before it to this file.base (read with go tool pprof -sample_index=alloc_space -diff_base FILE.base)")
 	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")
 	flag.IntVar(&backgroundNice, "background-nice", core.DefaultBackgroundNice, "runtime.background_nice of the loaded metaclaw run (0: background work at the process's priority)")
+	flag.StringVar(&catchUpProfile, "catchup-cpuprofile", "", "write a CPU profile of learning catching up after the loaded metaclaw run's last answer to this file")
 	skipEmpty := flag.Bool("loaded-only", false, "run only the loaded scenario")
 	report := flag.String("tracereport", "", "instead of measuring, read a -trace file and print what its slowest requests waited on (their steps, runnable and blocked time, what else ran meanwhile)")
 	reportN := flag.Int("tracereport-n", 30, "requests the -tracereport details (the slowest, and as many around the median)")
@@ -234,7 +235,9 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 		if strings.HasPrefix(t.name, "metaclaw") {
 			// Learning still running after the last answer is not part of
 			// the run's CPU; wait for it so the next target runs alone.
+			stopCatchUp := startProfile(catchUpProfile, "", "", "")
 			catchUp, backlog = learningCatchUp(c, st)
+			stopCatchUp()
 			cpuWithCatchUp = (processCPU() - cpu0) / time.Duration(n)
 		}
 		res[t.name] = r
@@ -386,6 +389,7 @@ var (
 	cpuProfile, blockProfile, memProfile, traceFile string
 	pauseLearning                                   bool
 	backgroundNice                                  int
+	catchUpProfile                                  string
 )
 
 // startProfile starts the profiles asked for (any path may be empty) and
