@@ -96,7 +96,9 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, *
 
 // learningCatchUp waits (at most 30 s) until the recorder has committed
 // every turn and no job is pending or running, and returns how long that
-// took: learning's backlog at the last answer.
+// took and the jobs pending at the start: learning's backlog at the last
+// answer. It polls the jobs table alone (store.Counts scans every turn's
+// body: polled, it would be the catch-up's largest CPU cost).
 func learningCatchUp(c *core.Core, st *store.SQLite) (time.Duration, int) {
 	t0 := time.Now()
 	ctx := context.Background()
@@ -105,17 +107,17 @@ func learningCatchUp(c *core.Core, st *store.SQLite) (time.Duration, int) {
 	}
 	first := -1
 	for time.Since(t0) < 30*time.Second {
-		n, err := st.Counts(ctx)
-		if err != nil {
+		var n int
+		if err := st.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')`).Scan(&n); err != nil {
 			return 0, -1
 		}
 		if first < 0 {
-			first = n.PendingJobs
+			first = n
 		}
-		if n.PendingJobs == 0 {
+		if n == 0 {
 			return time.Since(t0), first
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	return time.Since(t0), first
 }
