@@ -167,6 +167,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad enum", "mode: turbo\n", "", []string{"config.yaml:1", "`mode`", "auto, rl, skills_only", `"turbo"`}},
 		{"bad enum nested", "memory:\n  extractor: magic\n", "", []string{"`memory.extractor`", "heuristic, llm, hybrid"}},
 		{"port range", "proxy:\n  port: 70000\n", "", []string{"`proxy.port`", "between 0 and 65535"}},
+		{"niceness range", "runtime:\n  background_nice: 20\n", "", []string{"config.yaml:2", "`runtime.background_nice`", "between 0 and 19"}},
 		{"positive int", "llm:\n  timeout_seconds: 0\n", "", []string{"`llm.timeout_seconds`", "at least 1"}},
 		{"positive float", "rl:\n  learning_rate: 0\n", "", []string{"`rl.learning_rate`", "greater than 0"}},
 		{"bad url", "llm:\n  api_base: api.openai.com/v1\n", "", []string{"`llm.api_base`", "http(s) URL"}},

@@ -41,6 +41,7 @@ type Config struct {
 	Log        Log        `yaml:"log"`
 	Plugins    Plugins    `yaml:"plugins"`
 	Store      Store      `yaml:"store"`
+	Runtime    Runtime    `yaml:"runtime"`
 
 	// Home is the state dir the config was loaded for ($METACLAW_HOME).
 	Home string `yaml:"-"`
@@ -251,6 +252,11 @@ type Plugins struct {
 type Store struct {
 	RetainDays int `yaml:"retain_days" default:"30" min:"0" desc:"Delete recorded turns (with their request and answer bodies), finished jobs and per-call usage rows older than this many days; turns that learning has not used yet, turns of open sessions and of pending jobs are kept. 0 = keep everything."`
 	MaxBodyKB  int `yaml:"max_body_kb" default:"1024" min:"16" desc:"Largest request or answer body stored per turn, in KiB; longer ones are stored shortened with a marker (JSON stays valid)."`
+}
+
+// Runtime tunes how the host's own work shares the CPUs.
+type Runtime struct {
+	BackgroundNice int `yaml:"background_nice" default:"10" min:"0" max:"19" desc:"Niceness added to the threads of background jobs (memory ingestion, skill evolution) on Linux, so a request's threads get the CPUs first whenever both want one; 0 = run them at the host's own priority. Ignored on other systems."`
 }
 
 // Log configures the daemon log.

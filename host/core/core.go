@@ -112,6 +112,9 @@ type Options struct {
 	// cancelling them (default 10 s); one still running is requeued at the
 	// next start.
 	JobGrace time.Duration
+	// BackgroundNice is the niceness job workers' threads get above the
+	// process's (RunAsBackground); 0 runs them at the process's priority.
+	BackgroundNice int
 }
 
 // Core implements the three calls.
@@ -134,6 +137,9 @@ type Core struct {
 	job *jobs
 
 	inflight *inflight // requests being answered (gap.go)
+
+	bgNice     int
+	bgNiceWarn sync.Once // every background thread would fail alike
 
 	closing chan struct{}
 	bgWG    sync.WaitGroup // recorder and reaper
@@ -174,6 +180,7 @@ func New(o Options) *Core {
 		window:  o.Window,
 		idle:    o.SessionIdle,
 		maxBody: o.MaxBodyBytes,
+		bgNice:  min(max(o.BackgroundNice, 0), MaxBackgroundNice),
 		closing: make(chan struct{}),
 	}
 	c.inflight = newInflight()

@@ -71,7 +71,7 @@ func (c *Core) HandleJobsWith(kind string, o JobOptions, h JobHandler) {
 	}
 	for i := 0; i < max(o.Concurrency, 1); i++ {
 		j.wg.Add(1)
-		go j.work(k)
+		j.c.GoBackground(func() { j.work(k) })
 	}
 }
 

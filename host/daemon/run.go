@@ -88,12 +88,15 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	}
 	defer st.Close()
 
+	setProcs(cfg.Runtime.BackgroundNice, log)
 	c := core.New(core.Options{
 		Store:        st,
 		Log:          log.With().Str("part", "core").Logger(),
 		SessionIdle:  time.Duration(cfg.Memory.SessionIdleMinutes) * time.Minute,
 		MaxBodyBytes: cfg.Store.MaxBodyKB << 10,
 		SpoolDir:     p.TurnSpool,
+		// Background jobs yield the CPUs to requests (docs/performance.md).
+		BackgroundNice: cfg.Runtime.BackgroundNice,
 	})
 	routes, learning := setupLearning(ctx, cfg, st, c, log)
 	defer learning.Close()

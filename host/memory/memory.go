@@ -34,6 +34,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
@@ -405,9 +406,12 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	s.idx.applyMu.Lock()
 	defer s.idx.applyMu.Unlock()
 	if ix = s.idx.cur.Load(); ix != nil && read != nil { // a rebuild may have swapped it meanwhile
-		ix.mu.Lock()
-		ix.apply(read)
-		ix.mu.Unlock()
+		// Retrieval waits for this lock: not on a job's niced thread.
+		core.Foreground(func() {
+			ix.mu.Lock()
+			ix.apply(read)
+			ix.mu.Unlock()
+		})
 	}
 	cerr := tx.Commit()
 	if cerr == nil {

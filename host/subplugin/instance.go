@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/metaclaw-go/metaclaw/host/core"
 )
 
 // Instance, one plugin process under supervision: launch, health checks,
@@ -117,7 +119,11 @@ func (in *Instance) launch() (err error) {
 		}
 		return fmt.Errorf("%w: %s (%s): %w", ErrLaunch, in.label(), spec.Path, err)
 	}
-	rpc, err := client.Client()
+	// The process inherits the niceness of the thread that starts it: not
+	// a background job's (core.GoBackground), or every later call, a
+	// request's included, would be served at that priority.
+	var rpc plugin.ClientProtocol
+	core.Foreground(func() { rpc, err = client.Client() })
 	if err != nil {
 		return fail(explainStartError(err))
 	}

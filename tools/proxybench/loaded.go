@@ -36,10 +36,10 @@ import (
 
 // loadedHost starts the proxy with nMem memories (one user's scope: every
 // memory competes) and nSkills skills.
-func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, func(), error) {
+func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, *store.SQLite, func(), error) {
 	dir, err := os.MkdirTemp("", "proxybench-loaded")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	cleanup := []func(){func() { os.RemoveAll(dir) }}
 	done := func() {
@@ -47,9 +47,9 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, f
 			cleanup[i]()
 		}
 	}
-	fail := func(err error) (net.Listener, *core.Core, func(), error) {
+	fail := func(err error) (net.Listener, *core.Core, *store.SQLite, func(), error) {
 		done()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	ctx := context.Background()
 	cfg := config.Default(dir)
@@ -69,7 +69,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, f
 		return fail(err)
 	}
 	// As the daemon: answers wait for the turn journal, not the commit.
-	c := core.New(core.Options{Store: st, Log: zerolog.Nop(), SpoolDir: filepath.Join(dir, "turn-spool")})
+	c := core.New(core.Options{Store: st, Log: zerolog.Nop(), SpoolDir: filepath.Join(dir, "turn-spool"), BackgroundNice: backgroundNice})
 	cleanup = append(cleanup, func() { c.Close() })
 	sh, err := skills.Assemble(ctx, cfg, st, c, zerolog.Nop(), skills.AssembleOptions{})
 	if err != nil {
@@ -91,7 +91,35 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, f
 	}
 	ln := serve(px.Handler())
 	cleanup = append(cleanup, func() { ln.Close() })
-	return ln, c, done, nil
+	return ln, c, st, done, nil
+}
+
+// learningCatchUp waits (at most 30 s) until the recorder has committed
+// every turn and no job is pending or running, and returns how long that
+// took and the jobs pending at the start: learning's backlog at the last
+// answer. It polls the jobs table alone (store.Counts scans every turn's
+// body: polled, it would be the catch-up's largest CPU cost).
+func learningCatchUp(c *core.Core, st *store.SQLite) (time.Duration, int) {
+	t0 := time.Now()
+	ctx := context.Background()
+	if err := c.Flush(ctx); err != nil {
+		return 0, -1
+	}
+	first := -1
+	for time.Since(t0) < 30*time.Second {
+		var n int
+		if err := st.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')`).Scan(&n); err != nil {
+			return 0, -1
+		}
+		if first < 0 {
+			first = n
+		}
+		if n == 0 {
+			return time.Since(t0), first
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(t0), first
 }
 
 // writeSkills writes n skills derived from the built-in bank (each a bank

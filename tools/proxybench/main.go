@@ -71,6 +71,8 @@ func main() {
 	flag.StringVar(&blockProfile, "blockprofile", "", "write block and mutex profiles of the loaded metaclaw run to this file (and .mutex)")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocation profile after the loaded metaclaw run to this file and the one before it to this file.base (read with go tool pprof -sample_index=alloc_space -diff_base FILE.base)")
 	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")
+	flag.IntVar(&backgroundNice, "background-nice", core.DefaultBackgroundNice, "runtime.background_nice of the loaded metaclaw run (0: background work at the process's priority)")
+	flag.StringVar(&catchUpProfile, "catchup-cpuprofile", "", "write a CPU profile of learning catching up after the loaded metaclaw run's last answer to this file")
 	skipEmpty := flag.Bool("loaded-only", false, "run only the loaded scenario")
 	report := flag.String("tracereport", "", "instead of measuring, read a -trace file and print what its slowest requests waited on (their steps, runnable and blocked time, what else ran meanwhile)")
 	reportN := flag.Int("tracereport-n", 30, "requests the -tracereport details (the slowest, and as many around the median)")
@@ -191,7 +193,7 @@ func main() {
 // the same sequential agent turns.
 func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	t0 := time.Now()
-	ln, c, done, err := loadedHost(upstream, nMem, nSkills)
+	ln, c, st, done, err := loadedHost(upstream, nMem, nSkills)
 	if err != nil {
 		fail(err)
 	}
@@ -215,6 +217,8 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	res := map[string]result{}
 	cpu := map[string]time.Duration{}
 	alloc := map[string]uint64{}
+	var catchUp, cpuWithCatchUp time.Duration
+	var backlog int
 	for _, t := range targets {
 		u := t.url + "/v1/chat/completions"
 		runLoaded(client, u, loadedBodies(200, 99, t.block), 99) // warm-up
@@ -228,6 +232,14 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 		cpu[t.name] = (processCPU() - cpu0) / time.Duration(n)
 		alloc[t.name] = (allocated() - alloc0) / uint64(n)
 		stop()
+		if strings.HasPrefix(t.name, "metaclaw") {
+			// Learning still running after the last answer is not part of
+			// the run's CPU; wait for it so the next target runs alone.
+			stopCatchUp := startProfile(catchUpProfile, "", "", "")
+			catchUp, backlog = learningCatchUp(c, st)
+			stopCatchUp()
+			cpuWithCatchUp = (processCPU() - cpu0) / time.Duration(n)
+		}
 		res[t.name] = r
 		fmt.Printf("| %s | %s | %s | %.0f | %s | %.1f KB |\n", t.name, f(r.p50), f(r.p99), r.rps, f(cpu[t.name]), float64(alloc[t.name])/1024)
 	}
@@ -238,6 +250,8 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 		ms(cpu["metaclaw proxy, loaded"]-cpu["bare httputil.ReverseProxy"]))
 	fmt.Printf("allocated per request (this process; what the GC has to collect, independent of the machine's load): metaclaw %+.1f KB over bare\n",
 		(float64(alloc["metaclaw proxy, loaded"])-float64(alloc["bare httputil.ReverseProxy"]))/1024)
+	fmt.Printf("learning at the last answer: %d jobs pending, caught up %v later; metaclaw CPU per request with the catch-up %+.3f ms over bare\n",
+		backlog, catchUp.Round(time.Millisecond), ms(cpuWithCatchUp-cpu["bare httputil.ReverseProxy"]))
 	upCPU, upAlloc := cpu[withBlock]-cpu["upstream direct"], float64(alloc[withBlock])-float64(alloc["upstream direct"])
 	fmt.Printf("of which the upstream's, reading and decoding a body bigger by the %d-byte block (a remote LLM's in production): CPU %+.3f ms, allocated %+.1f KB\n",
 		len(block), ms(upCPU), upAlloc/1024)
@@ -374,6 +388,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 var (
 	cpuProfile, blockProfile, memProfile, traceFile string
 	pauseLearning                                   bool
+	backgroundNice                                  int
+	catchUpProfile                                  string
 )
 
 // startProfile starts the profiles asked for (any path may be empty) and
