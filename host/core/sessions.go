@@ -48,7 +48,15 @@ const maxTrackedSessions = 100000
 type sessionTracker struct {
 	mu        sync.Mutex
 	seen      map[string]struct{}
+	starting  map[string]*sessionStarting // sessions whose start listeners run
 	listeners []SessionStartListener
+}
+
+// sessionStarting is a session start in progress: done closes when its
+// listeners return; waiters counts the turns waiting for that.
+type sessionStarting struct {
+	done    chan struct{}
+	waiters int
 }
 
 // forgetSession makes an ended session's next use a start again.
@@ -88,16 +96,45 @@ func (c *Core) noteSession(ctx context.Context, s SessionStart) bool {
 	t.mu.Lock()
 	listeners := t.listeners
 	_, seen := t.seen[s.SessionID]
-	if !seen && len(listeners) > 0 {
-		if t.seen == nil || len(t.seen) >= maxTrackedSessions {
-			t.seen = map[string]struct{}{}
+	if seen {
+		// A start still running (announced by a hook whose caller stopped
+		// waiting, or one this turn came alongside) is waited for as the
+		// start itself would have been: the listeners bound their own time.
+		st := t.starting[s.SessionID]
+		if st != nil {
+			st.waiters++
 		}
-		t.seen[s.SessionID] = struct{}{}
-	}
-	t.mu.Unlock()
-	if seen || len(listeners) == 0 {
+		t.mu.Unlock()
+		if st != nil {
+			select {
+			case <-st.done:
+			case <-ctx.Done():
+			}
+		}
 		return false
 	}
+	if len(listeners) == 0 {
+		t.mu.Unlock()
+		return false
+	}
+	if t.seen == nil || len(t.seen) >= maxTrackedSessions {
+		t.seen = map[string]struct{}{}
+	}
+	t.seen[s.SessionID] = struct{}{}
+	if t.starting == nil {
+		t.starting = map[string]*sessionStarting{}
+	}
+	st := &sessionStarting{done: make(chan struct{})}
+	t.starting[s.SessionID] = st
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		if t.starting[s.SessionID] == st {
+			delete(t.starting, s.SessionID)
+		}
+		t.mu.Unlock()
+		close(st.done)
+	}()
 	switch sess, err := c.st.Session(ctx, s.SessionID); {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
@@ -81,5 +82,71 @@ func TestSessionStartListenerPanicDoesNotFailTheTurn(t *testing.T) {
 	inj := c.Context(context.Background(), Query{SessionID: "p"})
 	if inj.Block == "" || len(log.all()) != 1 {
 		t.Fatalf("block %q, starts %+v", inj.Block, log.all())
+	}
+}
+
+// orderedProvider notes when retrieval runs.
+type orderedProvider struct{ events *eventLog }
+
+func (orderedProvider) Name() string { return "ordered" }
+func (p orderedProvider) Context(context.Context, Query) (Section, error) {
+	p.events.add("retrieved")
+	return Section{Title: "Memories", Body: "x"}, nil
+}
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) add(e string) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+// TestFirstTurnWaitsForAnAnnouncedStart: a hook announces the session and
+// its caller gives up before the catch-up ends (a relay's call timeout);
+// the session's first retrieval still comes after the catch-up, as it
+// would had the first turn started the session itself.
+func TestFirstTurnWaitsForAnAnnouncedStart(t *testing.T) {
+	c, _ := newCore(t, Options{})
+	var events eventLog
+	entered, release := make(chan struct{}), make(chan struct{})
+	c.OnSessionStart(func(_ context.Context, s SessionStart) {
+		close(entered)
+		<-release
+		events.add("caught up")
+	})
+	c.AddProvider(orderedProvider{&events})
+	ctx := context.Background()
+	go c.StartSession(ctx, SessionStart{SessionID: "n"}) // its caller does not wait
+	<-entered
+	turn := make(chan Injection)
+	go func() { turn <- c.Context(ctx, Query{SessionID: "n"}) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) { // until the turn waits for the start
+		c.sessions.mu.Lock()
+		waiting := c.sessions.starting["n"].waiters
+		c.sessions.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first turn did not wait for the running start")
+		}
+	}
+	close(release)
+	if inj := <-turn; inj.Block == "" {
+		t.Fatal("no block")
+	}
+	events.mu.Lock()
+	defer events.mu.Unlock()
+	if len(events.events) != 2 || events.events[0] != "caught up" {
+		t.Fatalf("events %v", events.events)
+	}
+	c.sessions.mu.Lock()
+	defer c.sessions.mu.Unlock()
+	if len(c.sessions.starting) != 0 {
+		t.Fatalf("starts left running: %v", c.sessions.starting)
 	}
 }

@@ -42,9 +42,11 @@ func (in *Ingester) OnSessionStart(ctx context.Context, s core.SessionStart) {
 		return
 	}
 	done := make(chan struct{})
+	in.catchingUp.Add(1)
 	go func() {
-		defer func() { <-in.catchups }()
+		defer in.catchingUp.Done()
 		defer close(done)
+		defer func() { <-in.catchups }() // the slot is free before the waiter moves on
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), catchUpTimeout)
 		defer cancel()
 		start := time.Now()
@@ -68,9 +70,14 @@ func (in *Ingester) OnSessionStart(ctx context.Context, s core.SessionStart) {
 	select {
 	case <-done:
 	case <-t.C:
+		in.log.Warn().Str("session", s.SessionID).Str("agent", s.Agent).Dur("waited", in.startWait).
+			Msg("memory: catch-up still running after memory.session_start_wait_ms; the first turn proceeds without it")
 	case <-ctx.Done():
 	}
 }
+
+// waitCatchUps waits for the running catch-ups, background parts included.
+func (in *Ingester) waitCatchUps() { in.catchingUp.Wait() }
 
 // CatchUp ingests the pending turns of agent's sessions in scope other than
 // except (provisionally first when the extractor is an LLM). The sessions

@@ -70,6 +70,9 @@ type Ingester struct {
 	locks     lockStripes   // one ingestion of a session at a time
 	provLocks lockStripes   // one provisional pass of a session at a time
 
+	// catchingUp counts the running catch-ups, background parts included.
+	catchingUp sync.WaitGroup
+
 	// yield waits for a gap between answers (core.WaitForGap), before
 	// each batch's extraction and its transaction.
 	yield func(ctx context.Context)

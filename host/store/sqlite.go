@@ -37,16 +37,24 @@ type SQLite struct {
 
 var _ Store = (*SQLite)(nil)
 
+// readers is the size of the read pool.
+const readers = 4
+
 // OpenSQLite opens (creating if needed) the database at path and migrates it.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create store dir: %w", err)
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=auto_vacuum(INCREMENTAL)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
 	// Commits do not checkpoint (an answer waiting for its turn's commit
 	// would pay for copying the whole log): a background checkpointer does.
-	w, err := openPool(dsn + "&_pragma=wal_autocheckpoint(0)")
+	// Only the writer sets auto_vacuum (before migrate creates the tables):
+	// setting it is a write transaction, so a reader connection opened
+	// while a write transaction is open would wait for it up to
+	// busy_timeout — forever, to 10 s, when that transaction is the one
+	// waiting for the read.
+	w, err := openPool(dsn + "&_pragma=auto_vacuum(INCREMENTAL)&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -56,7 +64,8 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	r.SetMaxOpenConns(4)
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers) // kept open: a new one costs its pragmas and its prepared statements
 	s := &SQLite{w: w, r: r, path: path}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()

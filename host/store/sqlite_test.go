@@ -260,3 +260,42 @@ func TestRecentTurnsAndActivity(t *testing.T) {
 		t.Fatalf("bucket %+v", act[0])
 	}
 }
+
+// TestReadsDoNotWaitForTheWriter: in WAL a read never waits for a write
+// transaction — including a read that opens a new connection of the read
+// pool, which must not run a write-capable pragma (auto_vacuum) on open.
+// The writer may itself wait for such a read inside its transaction (memory
+// advances its cursor that way), which otherwise deadlocks until
+// busy_timeout and fails with SQLITE_BUSY.
+func TestReadsDoNotWaitForTheWriter(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (kind, run_after, created_at, updated_at) VALUES ('t', 0, 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	// Every connection of the read pool at once: each is new (the writer ran
+	// the migrations), opened while the transaction holds the write lock.
+	errs := make(chan error, readers)
+	for range readers {
+		go func() {
+			c, err := s.r.Conn(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			var n int
+			errs <- c.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs`).Scan(&n)
+		}()
+	}
+	for range readers {
+		if err := <-errs; err != nil {
+			t.Fatalf("a read waited for the open write transaction: %v", err)
+		}
+	}
+}
