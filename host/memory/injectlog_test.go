@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
@@ -372,4 +373,100 @@ func TestInjectionLogMigration(t *testing.T) {
 	checkCounts(t, s, "user:mig", units, want)
 	fold(t, s)
 	checkCounts(t, s, "user:mig", units, want)
+}
+
+// TestInjectionCountsThroughSearch: through the real proxy, the HTTP
+// search, GET /v1/memory/{id} and the memory_search tool report a unit
+// injected exactly as many times as the recorded turns name it, while its
+// injections wait in the log and after they are folded.
+func TestInjectionCountsThroughSearch(t *testing.T) {
+	h := startHost(t, testCfg(t, nil), AssembleOptions{}, "")
+	h.mem.Store.injectFoldAt = 2 // the second batch folds
+	ctx := context.Background()
+	const scope = "team:inj"
+	var stored struct {
+		MemoryID string `json:"memory_id"`
+	}
+	if code := h.api("POST", "/v1/memory/store", map[string]any{"content": "I prefer tabs for indentation.", "scope_id": scope}, &stored); code != 200 || stored.MemoryID == "" {
+		t.Fatalf("store %d %+v", code, stored)
+	}
+	id := stored.MemoryID
+	// named counts the recorded turns whose injected ids name the unit.
+	named := func() int {
+		rows, err := h.Store.Reader().Query(`SELECT injected FROM turns`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			var raw string
+			var ids []string
+			if err := rows.Scan(&raw); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(raw), &ids); err != nil {
+				t.Fatalf("turn's injected ids %q: %v", raw, err)
+			}
+			for _, x := range ids {
+				if x == "memory:"+id {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	check := func(when string) {
+		t.Helper()
+		want := named()
+		var found struct {
+			Results []SearchResult `json:"results"`
+		}
+		if code := h.api("GET", "/v1/memory/search?q=indentation&scope="+scope, nil, &found); code != 200 || len(found.Results) != 1 || found.Results[0].AccessCount != want {
+			t.Errorf("%s: HTTP search %d %+v, want access_count %d", when, code, found.Results, want)
+		}
+		var got struct {
+			Memory Unit `json:"memory"`
+		}
+		if code := h.api("GET", "/v1/memory/"+id, nil, &got); code != 200 || got.Memory.InjectedCount != want || got.Memory.LastInjectedAt == nil {
+			t.Errorf("%s: GET %d injected %d at %v, want %d", when, code, got.Memory.InjectedCount, got.Memory.LastInjectedAt, want)
+		}
+		res, err := h.Core.CallTool(ctx, "memory_search", core.Query{Agent: "main", Scope: core.Scope{Explicit: scope}}, []byte(`{"query":"indentation"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hits := res.(map[string]any)["results"].([]SearchResult); len(hits) != 1 || hits[0].AccessCount != want {
+			t.Errorf("%s: memory_search %+v, want access_count %d", when, hits, want)
+		}
+	}
+	h.session("inj-1", chatOpts{scope: scope}, "What should we call the new service?", "Which port does it listen on?", "Thanks.")
+	h.settle()
+	if n := named(); n != 3 {
+		t.Fatalf("the standing preference was injected into %d of 3 turns", n)
+	}
+	if n := foldedCount(t, h.mem.Store, id); n != 0 {
+		t.Fatalf("folded %d after one batch", n)
+	}
+	check("logged")
+	for i := 2; foldedCount(t, h.mem.Store, id) == 0; i++ {
+		if i > 6 {
+			t.Fatal("the log was never folded")
+		}
+		h.session(fmt.Sprint("inj-", i), chatOpts{scope: scope}, "How do we roll it back?", "Who owns it?")
+		h.settle()
+	}
+	check("folded")
+	if folded, want := foldedCount(t, h.mem.Store, id), named(); folded+pendingFor(t, h.mem.Store, id) != want || folded == 0 {
+		t.Fatalf("%d folded + %d logged, want %d", folded, pendingFor(t, h.mem.Store, id), want)
+	}
+}
+
+// pendingFor is a unit's injections in the log, not folded yet.
+func pendingFor(t *testing.T, s *Store, uid string) int {
+	t.Helper()
+	var n int
+	if err := s.r.QueryRow(`SELECT IFNULL(SUM(i.n), 0) FROM memory_injections i JOIN memory_units u ON u.id = i.unit WHERE u.uid = ?`, uid).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
