@@ -1,12 +1,10 @@
 package memory
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,40 +86,7 @@ func TestCrashDuringIngestion(t *testing.T) {
 	st.Close()
 
 	// Ingest in a child process and SIGKILL it inside its 5th transaction.
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := make(chan int, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		n := 0
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "in-tx") {
-				if n++; n == 5 {
-					cmd.Process.Kill() // SIGKILL: no cleanup, the transaction is open
-					killed <- n
-					return
-				}
-			}
-		}
-		killed <- n
-	}()
-	select {
-	case n := <-killed:
-		if n != 5 {
-			t.Fatalf("helper finished after %d transactions without being killed", n)
-		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("helper never reached its 5th transaction")
-	}
-	cmd.Wait()
+	killInFifthTx(t, "TestCrashHelperProcess", crashEnv+"="+dir)
 
 	// After the crash: some sessions committed, the rest pending, nothing half-written.
 	st, err = store.OpenSQLite(ctx, filepath.Join(dir, store.DBFile))

@@ -103,7 +103,7 @@ func TestCrashWhileLoggingInjections(t *testing.T) {
 			}
 			st.Close()
 
-			killInFifthTx(t, dir, tc.foldAt)
+			killInFifthTx(t, "TestInjectLogCrashHelperProcess", injectCrashEnv+"="+dir, injectCrashFoldAt+"="+strconv.Itoa(tc.foldAt))
 
 			st, err = store.OpenSQLite(ctx, filepath.Join(dir, store.DBFile))
 			if err != nil {
@@ -136,12 +136,13 @@ func TestCrashWhileLoggingInjections(t *testing.T) {
 	}
 }
 
-// killInFifthTx runs the helper on dir's database and SIGKILLs it inside
-// its 5th ingest transaction.
-func killInFifthTx(t *testing.T, dir string, foldAt int) {
+// killInFifthTx runs a helper process (this test binary running the test
+// named helper, with env added) and SIGKILLs it inside its 5th ingest
+// transaction (the 5th "in-tx" line it prints).
+func killInFifthTx(t *testing.T, helper string, env ...string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestInjectLogCrashHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), injectCrashEnv+"="+dir, injectCrashFoldAt+"="+strconv.Itoa(foldAt))
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
