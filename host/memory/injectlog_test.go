@@ -334,8 +334,8 @@ func TestInjectionLogForget(t *testing.T) {
 	}
 }
 
-// TestInjectionLogMigration: a database from before the log (schema
-// version 9, counts in memory_units) gains it on open and keeps its counts.
+// TestInjectionLogMigration: a database from before the log (no
+// memory_injections, counts in memory_units) gains it on open and keeps its counts.
 func TestInjectionLogMigration(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), store.DBFile)
@@ -346,8 +346,8 @@ func TestInjectionLogMigration(t *testing.T) {
 	s := Open(st, Options{})
 	units := seedInjectable(t, s, "user:mig", 2)
 	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	// Back to version 9: no log, a count kept in the unit's row.
-	for _, q := range []string{`DROP TRIGGER memory_units_ad_injections`, `DROP TABLE memory_injections`, `DELETE FROM goose_db_version WHERE version_id = 10`} {
+	// Back to before the log, a count kept in the unit's row.
+	for _, q := range []string{`DROP TRIGGER memory_units_ad_injections`, `DROP TABLE memory_injections`, `DELETE FROM goose_db_version WHERE version_id = 11`} {
 		if _, err := st.Writer().Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
