@@ -93,7 +93,11 @@ func (s *Store) Add(ctx context.Context, n NewUnit) (Unit, string, error) {
 
 // Get reads one unit by id.
 func (s *Store) Get(ctx context.Context, id string) (Unit, error) {
-	return unitByUID(ctx, s.r, strings.TrimPrefix(id, "memory:"))
+	u, err := unitByUID(ctx, s.r, strings.TrimPrefix(id, "memory:"))
+	if err != nil {
+		return u, err
+	}
+	return u, withInjections(ctx, s.r, []*Unit{&u})
 }
 
 // Event is one audit row.
@@ -190,7 +194,15 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Unit, error) {
 		}
 		out = append(out, u)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	ptrs := make([]*Unit, len(out))
+	for i := range out {
+		ptrs[i] = &out[i]
+	}
+	return out, withInjections(ctx, s.r, ptrs)
 }
 
 // Patch is an edit; nil fields stay.

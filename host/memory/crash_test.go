@@ -88,13 +88,7 @@ func TestCrashDuringIngestion(t *testing.T) {
 	st.Close()
 
 	// Ingest in a child process and SIGKILL it inside its 5th transaction.
-	n := 0
-	killHelperAt(t, "TestCrashHelperProcess", crashEnv, dir, func(line string) bool {
-		if strings.HasPrefix(line, "in-tx") {
-			n++
-		}
-		return n == 5
-	})
+	killInFifthTx(t, "TestCrashHelperProcess", crashEnv+"="+dir)
 
 	// After the crash: some sessions committed, the rest pending, nothing half-written.
 	st, err = store.OpenSQLite(ctx, filepath.Join(dir, store.DBFile))
@@ -155,10 +149,10 @@ func TestCrashDuringIngestion(t *testing.T) {
 // dir, and SIGKILLs it (no cleanup: its open transaction stays open) at the
 // first line of its output for which at says so. It fails when the helper
 // ends first or has not got there within a minute.
-func killHelperAt(t *testing.T, test, env, dir string, at func(line string) bool) {
+func killHelperAt(t *testing.T, test string, env []string, at func(line string) bool) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env+"="+dir)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func TestCrashLosesNoQueuedIngestion(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	killHelperAt(t, "TestQueuedCrashHelperProcess", queuedCrashEnv, dir, func(line string) bool { return line == "in-tx" })
+	killHelperAt(t, "TestQueuedCrashHelperProcess", []string{queuedCrashEnv + "=" + dir}, func(line string) bool { return line == "in-tx" })
 
 	st, err := store.OpenSQLite(ctx, filepath.Join(dir, store.DBFile))
 	if err != nil {

@@ -307,7 +307,7 @@ func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b *Batch, p *ingest
 		injected.add(t.Injected, s.saidAt(t))
 	}
 	if len(injected) > 0 {
-		if err := countInjected(ctx, tx, injected); err != nil {
+		if err := countInjected(ctx, tx, injected, s.injectFoldAt); err != nil {
 			return err
 		}
 	}
@@ -418,86 +418,6 @@ func (s *Store) seenSources(ctx context.Context, turns []Turn) (map[string]bool,
 	}
 	return seen, nil
 }
-
-// injections counts, per unit, the turns of a batch it was injected into
-// and the last of them.
-type injections map[string]struct {
-	n    int
-	last time.Time
-}
-
-func (in injections) add(ids []string, at time.Time) {
-	for _, id := range ids {
-		uid, ok := strings.CutPrefix(id, "memory:")
-		if !ok {
-			continue
-		}
-		c := in[uid]
-		c.n++
-		if at.After(c.last) {
-			c.last = at
-		}
-		in[uid] = c
-	}
-}
-
-// countInjected notes that units were injected into the batch's turns, in
-// one UPDATE per up to 32 units (a batch injects the same standing rules
-// into every turn, and this runs inside the write transaction): each
-// statement costs more to run through database/sql than its row update.
-//
-// Its statements run without ctx's cancellation, checked between them
-// instead: with a cancellable context, the SQLite driver starts a watcher
-// goroutine per statement, each woken to exit when its statement ends,
-// queued ahead of the proxy's request goroutines for the 2 Ps (a
-// runtime/trace of tools/proxybench -loaded-only showed them runnable
-// through the slowest 1% of requests).
-func countInjected(ctx context.Context, tx *sql.Tx, in injections) error {
-	sctx := context.WithoutCancel(ctx)
-	uids := make([]string, 0, len(in))
-	for uid := range in {
-		uids = append(uids, uid)
-	}
-	slices.Sort(uids) // one order: fewer page splits, and reproducible
-	for start := 0; start < len(uids); start += injectedRows[len(injectedRows)-1] {
-		runtime.Gosched() // background work (see Ingest)
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("memory: injected: %w", err)
-		}
-		part := uids[start:min(start+injectedRows[len(injectedRows)-1], len(uids))]
-		k := 0
-		for injectedRows[k] < len(part) {
-			k++
-		}
-		args := make([]any, 0, 3*injectedRows[k])
-		for _, uid := range part {
-			c := in[uid]
-			args = append(args, uid, c.n, ms(c.last))
-		}
-		for range injectedRows[k] - len(part) {
-			args = append(args, "", 0, 0) // padding: no unit has an empty uid
-		}
-		if _, err := tx.ExecContext(sctx, injectedSQL[k], args...); err != nil {
-			return fmt.Errorf("memory: injected: %w", err)
-		}
-	}
-	return nil
-}
-
-// injectedRows are the sizes countInjected's statements come in (padded
-// up), so the store keeps a few prepared statements rather than one per
-// count.
-var injectedRows = []int{4, 16, 32}
-
-var injectedSQL = func() []string {
-	out := make([]string, len(injectedRows))
-	for i, n := range injectedRows {
-		out[i] = `UPDATE memory_units SET injected_count = injected_count + c.n, last_injected_at = MAX(last_injected_at, c.at)
-FROM (SELECT column1 AS uid, column2 AS n, column3 AS at FROM (VALUES (?, ?, ?)` + strings.Repeat(", (?, ?, ?)", n-1) + `)) AS c
-WHERE memory_units.uid = c.uid`
-	}
-	return out
-}()
 
 // candidateUnit turns an extractor's candidate into a unit. Facts about the
 // user and the project are shared by the scope's agents; episodes and

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,15 @@ import (
 // answer, with the memories injected into them, ingested by HandleIngest
 // (the job handler, with a job's cancellable context) into a store of
 // 10,000 units. Recording the turns is outside the timing.
+//
+// The injection log is folded every injectFoldAt rows (~32 jobs at 512):
+// run enough jobs (-benchtime=320x) for pages/op to include its share;
+// BENCH_INJECT_FOLD_AT sets another bound.
 func BenchmarkIngestJob(b *testing.B) {
 	s := seeded(b, 10_000, "job")
+	if v, err := strconv.Atoi(os.Getenv("BENCH_INJECT_FOLD_AT")); err == nil && v > 0 {
+		s.injectFoldAt = v
+	}
 	st := s.turns.(*store.SQLite)
 	in := NewIngester(st, s, IngesterOptions{})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -156,6 +156,10 @@ type Store struct {
 	phrases phraseRing // recent sentences per scope and agent (boilerplate)
 	idx     indexState // the in-memory index (StartIndex)
 
+	// injectFoldAt is the injection log's rows that make an ingest fold it
+	// (injectlog.go).
+	injectFoldAt int
+
 	cacheMu sync.Mutex
 	cache   map[string]*visCache // per visibility token, valid for one generation
 
@@ -195,7 +199,7 @@ func open(w, r *sql.DB, o Options) *Store {
 	if o.Mode == "" {
 		o.Mode = "keyword"
 	}
-	return &Store{w: w, r: r, o: o, cache: map[string]*visCache{}}
+	return &Store{w: w, r: r, o: o, cache: map[string]*visCache{}, injectFoldAt: injectFoldAt}
 }
 
 // Options returns the store's effective options.

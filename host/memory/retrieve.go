@@ -296,10 +296,12 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) ([]Hit, error) {
 		found = found[:sq.Limit]
 	}
 	hits := make([]Hit, len(found))
+	units := make([]*Unit, len(found))
 	for i, c := range found {
 		hits[i] = c.hit(false)
+		units[i] = &hits[i].Unit
 	}
-	return hits, nil
+	return hits, withInjections(ctx, s.r, units)
 }
 
 // scopeVis lists the visibility tokens of every agent in a scope.

@@ -1,0 +1,187 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The injection log. Which units were injected into the turns a batch mines
+// is appended to memory_injections (one narrow row per unit and batch) in
+// the ingest transaction, rather than updating each unit's row: the units
+// injected into a job lie on as many pages of memory_units (~16 page
+// writes per job), the log's new rows on one or two.
+//
+// The log is folded into memory_units.injected_count and last_injected_at
+// by the ingest transaction that takes it to injectFoldAt rows, in one
+// UPDATE followed by the DELETE of every row it folded: the same
+// transaction, so a row is folded exactly once, and a crash anywhere
+// leaves either both or neither. Nothing else writes the two columns
+// after a unit's insert (reinforcing, editing and superseding a unit keep
+// its row id and leave them alone), so no rewrite loses or recounts
+// logged injections. A deleted unit takes its rows with it (a trigger on
+// memory_units: its row id may be reused by the next unit).
+//
+// Reads of the counts (Get, List and so Export, Search) add the rows not
+// folded yet (withInjections). Ranking does not read them, so the
+// in-memory index keeps the folded counts it was built with.
+
+// injectFoldAt is how many rows the log holds before it is folded (see
+// docs/performance.md, "Pages written per ingest job", for how it was
+// chosen); Store.injectFoldAt, which tests lower, starts at it.
+const injectFoldAt = 512
+
+// injections counts, per unit, the turns of a batch it was injected into
+// and the last of them.
+type injections map[string]struct {
+	n    int
+	last time.Time
+}
+
+func (in injections) add(ids []string, at time.Time) {
+	for _, id := range ids {
+		uid, ok := strings.CutPrefix(id, "memory:")
+		if !ok {
+			continue
+		}
+		c := in[uid]
+		c.n++
+		if at.After(c.last) {
+			c.last = at
+		}
+		in[uid] = c
+	}
+}
+
+// countInjected logs that units were injected into the batch's turns, in
+// one INSERT per up to 32 units (each statement costs more to run through
+// database/sql than its rows), and folds the log once it holds foldAt
+// rows. Ids of units that no longer exist log nothing.
+//
+// Its statements run without ctx's cancellation, checked between them
+// instead: with a cancellable context, the SQLite driver starts a watcher
+// goroutine per statement, each woken to exit when its statement ends,
+// queued ahead of the proxy's request goroutines for the 2 Ps (a
+// runtime/trace of tools/proxybench -loaded-only showed them runnable
+// through the slowest 1% of requests).
+func countInjected(ctx context.Context, tx *sql.Tx, in injections, foldAt int) error {
+	sctx := context.WithoutCancel(ctx)
+	uids := make([]string, 0, len(in))
+	for uid := range in {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids) // reproducible
+	// The log's rows are numbered 1… from its last fold (a row id is the
+	// largest plus one, and a fold deletes every row), so the id of the
+	// last row written is how many it holds (at least: a forgotten unit's
+	// rows leave a gap), without a query.
+	var last int64
+	for start := 0; start < len(uids); start += injectedRows[len(injectedRows)-1] {
+		runtime.Gosched() // background work (see Ingest)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("memory: injected: %w", err)
+		}
+		part := uids[start:min(start+injectedRows[len(injectedRows)-1], len(uids))]
+		k := 0
+		for injectedRows[k] < len(part) {
+			k++
+		}
+		args := make([]any, 0, 3*injectedRows[k])
+		for _, uid := range part {
+			c := in[uid]
+			args = append(args, uid, c.n, ms(c.last))
+		}
+		for range injectedRows[k] - len(part) {
+			args = append(args, "", 0, 0) // padding: no unit has an empty uid
+		}
+		res, err := tx.ExecContext(sctx, injectedSQL[k], args...)
+		if err != nil {
+			return fmt.Errorf("memory: injected: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			last, _ = res.LastInsertId()
+		}
+	}
+	if last < int64(foldAt) {
+		return nil
+	}
+	return foldInjections(sctx, tx)
+}
+
+// injectedRows are the sizes countInjected's statements come in (padded
+// up), so the store keeps a few prepared statements rather than one per
+// count.
+var injectedRows = []int{4, 16, 32}
+
+var injectedSQL = func() []string {
+	out := make([]string, len(injectedRows))
+	for i, n := range injectedRows {
+		out[i] = `INSERT INTO memory_injections (unit, n, at)
+SELECT u.id, c.n, c.at FROM (SELECT column1 AS uid, column2 AS n, column3 AS at FROM (VALUES (?, ?, ?)` + strings.Repeat(", (?, ?, ?)", n-1) + `)) AS c
+JOIN memory_units u ON u.uid = c.uid`
+	}
+	return out
+}()
+
+// foldInjections adds the log to the units' counts and empties it, in tx.
+// Units are not touched for the in-memory index: ranking does not read
+// their counts.
+func foldInjections(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
+FROM (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections GROUP BY unit) AS p
+WHERE memory_units.id = p.unit`); err != nil {
+		return fmt.Errorf("memory: fold injections: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_injections`); err != nil {
+		return fmt.Errorf("memory: fold injections: %w", err)
+	}
+	return nil
+}
+
+// withInjections sets the units' InjectedCount and LastInjectedAt to their
+// folded counts plus the log's rows not folded yet, read in one statement
+// (one snapshot of both tables, whatever snapshot the units were read in).
+func withInjections(ctx context.Context, q queryer, units []*Unit) error {
+	byRow := make(map[int64][]*Unit, len(units))
+	ids := make([]any, 0, len(units))
+	for _, u := range units {
+		if u.rowid == 0 {
+			continue
+		}
+		if _, ok := byRow[u.rowid]; !ok {
+			ids = append(ids, u.rowid)
+		}
+		byRow[u.rowid] = append(byRow[u.rowid], u)
+	}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 400)]
+		ids = ids[len(chunk):]
+		in := `(?` + strings.Repeat(",?", len(chunk)-1) + `)`
+		rows, err := q.QueryContext(ctx, `SELECT u.id, u.injected_count + IFNULL(p.n, 0), MAX(u.last_injected_at, IFNULL(p.at, 0))
+FROM memory_units u LEFT JOIN (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections WHERE unit IN `+in+` GROUP BY unit) AS p ON p.unit = u.id
+WHERE u.id IN `+in, append(slices.Clip(chunk), chunk...)...)
+		if err != nil {
+			return fmt.Errorf("memory: injection counts: %w", err)
+		}
+		for rows.Next() {
+			var id, last int64
+			var n int
+			if err := rows.Scan(&id, &n, &last); err != nil {
+				rows.Close()
+				return fmt.Errorf("memory: injection counts: %w", err)
+			}
+			for _, u := range byRow[id] {
+				u.InjectedCount, u.LastInjectedAt = n, optTime(last)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("memory: injection counts: %w", err)
+		}
+	}
+	return nil
+}
