@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -31,6 +32,8 @@ type jobs struct {
 	mu      sync.Mutex
 	kinds   map[string]*kindWorkers
 	stopped bool
+
+	transientInFlight atomic.Int64 // transient jobs queued or running
 }
 
 type kindWorkers struct {

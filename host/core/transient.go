@@ -40,6 +40,7 @@ func (c *Core) EnqueueTransient(kind string, payload any) error {
 		return fmt.Errorf("enqueue %s: %d transient jobs already queued", kind, maxTransient)
 	}
 	k.transient = append(k.transient, b)
+	j.transientInFlight.Add(1)
 	j.mu.Unlock()
 	k.wake()
 	return nil
@@ -54,6 +55,13 @@ func (c *Core) TransientQueued(kind string) int {
 		return len(k.transient)
 	}
 	return 0
+}
+
+// TransientInFlight is how many transient jobs of any kind are queued or
+// running (one that failed counts until its durable retry is queued): with
+// the durable jobs pending or running, what learning has still to do.
+func (c *Core) TransientInFlight() int {
+	return int(c.job.transientInFlight.Load())
 }
 
 // runTransient runs one of k's transient jobs; false when none is queued.
@@ -72,6 +80,7 @@ func (j *jobs) runTransient(k *kindWorkers) bool {
 	h := k.handler
 	j.mu.Unlock()
 	k.wake() // a sibling worker may take the next one meanwhile
+	defer j.transientInFlight.Add(-1)
 	err := runHandler(j.ctx, h, payload)
 	switch {
 	case err == nil:

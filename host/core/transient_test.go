@@ -114,3 +114,32 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TransientInFlight counts a transient job from its queueing until its
+// handler returns, so a caller polling it with the durable jobs sees
+// learning's whole backlog.
+func TestTransientInFlight(t *testing.T) {
+	c, _ := newCore(t, Options{})
+	started, release := make(chan struct{}), make(chan struct{})
+	c.HandleJobs("ingest", func(context.Context, json.RawMessage) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	})
+	for range 2 {
+		if err := c.EnqueueTransient("ingest", map[string]string{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-started // one running, one queued
+	if n := c.TransientInFlight(); n != 2 {
+		t.Fatalf("in flight %d with one running and one queued, want 2", n)
+	}
+	release <- struct{}{}
+	<-started
+	if n := c.TransientInFlight(); n != 1 {
+		t.Fatalf("in flight %d with one running, want 1", n)
+	}
+	release <- struct{}{}
+	waitUntil(t, func() bool { return c.TransientInFlight() == 0 })
+}

@@ -302,6 +302,16 @@ func (s *SQLite) Counts(ctx context.Context) (Counts, error) {
 	return c, nil
 }
 
+// ActiveJobs counts the durable jobs pending or running: with the core's
+// transient ones, the work a learner has still to do.
+func (s *SQLite) ActiveJobs(ctx context.Context) (int, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("active jobs: %w", err)
+	}
+	return n, nil
+}
+
 // EnqueueJob implements Store.
 func (s *SQLite) EnqueueJob(ctx context.Context, kind, payload string, runAfter time.Time) (int64, error) {
 	return enqueueJob(ctx, s.w, kind, payload, runAfter)

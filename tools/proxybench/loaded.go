@@ -97,7 +97,7 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, *
 // learningCatchUp waits (at most 30 s) until the recorder has committed
 // every turn and no job is pending or running, and returns how long that
 // took and the jobs pending at the start: learning's backlog at the last
-// answer. It polls the jobs table alone (store.Counts scans every turn's
+// answer. It polls the jobs (durable and transient) alone (store.Counts scans every turn's
 // body: polled, it would be the catch-up's largest CPU cost).
 func learningCatchUp(c *core.Core, st *store.SQLite) (time.Duration, int) {
 	t0 := time.Now()
@@ -107,10 +107,11 @@ func learningCatchUp(c *core.Core, st *store.SQLite) (time.Duration, int) {
 	}
 	first := -1
 	for time.Since(t0) < 30*time.Second {
-		var n int
-		if err := st.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE state IN ('pending', 'running')`).Scan(&n); err != nil {
+		n, err := st.ActiveJobs(ctx)
+		if err != nil {
 			return 0, -1
 		}
+		n += c.TransientInFlight() // memory's ingest jobs are queued in memory
 		if first < 0 {
 			first = n
 		}
