@@ -31,16 +31,11 @@ func crashFact(sess, turn int) string {
 // starts (this test binary with an env flag) and kills with SIGKILL while it
 // sits inside an ingestion transaction.
 func TestCrashHelperProcess(t *testing.T) {
-	dir := os.Getenv(crashEnv)
-	if dir == "" {
+	st, ok := crashHelperStore(crashEnv)
+	if !ok {
 		return // only the helper process does something
 	}
 	ctx := context.Background()
-	st, err := store.OpenSQLite(ctx, filepath.Join(dir, store.DBFile))
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
 	s := Open(st, Options{})
 	in := NewIngester(st, s, IngesterOptions{})
 	n := 0
@@ -143,6 +138,21 @@ func TestCrashDuringIngestion(t *testing.T) {
 		t.Fatalf("%d units, want %d", len(units), crashSessions*crashTurns+1)
 	}
 	checkIndex(t, s)
+}
+
+// crashHelperStore opens the store of a crash test's helper process, in
+// the directory the variable env names; ok is false in any other process.
+func crashHelperStore(env string) (st *store.SQLite, ok bool) {
+	dir := os.Getenv(env)
+	if dir == "" {
+		return nil, false
+	}
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, store.DBFile))
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	return st, true
 }
 
 // killHelperAt runs test, a helper test of this binary, with env set to

@@ -32,15 +32,9 @@ func queuedCrashTurn(i int) *store.Turn {
 // turns through the core until they make an ingest job (queued in memory),
 // then holds that job inside its transaction for the parent's SIGKILL.
 func TestQueuedCrashHelperProcess(t *testing.T) {
-	dir := os.Getenv(queuedCrashEnv)
-	if dir == "" {
+	st, ok := crashHelperStore(queuedCrashEnv)
+	if !ok {
 		return // only the helper process does something
-	}
-	ctx := context.Background()
-	st, err := store.OpenSQLite(ctx, filepath.Join(dir, store.DBFile))
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
 	}
 	c := core.New(core.Options{Store: st, Log: zerolog.Nop()})
 	s := Open(st, Options{})

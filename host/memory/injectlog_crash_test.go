@@ -27,16 +27,11 @@ const (
 // TestCrashWhileLoggingInjections starts (this test binary with an env
 // flag) and kills with SIGKILL inside its 5th ingestion transaction.
 func TestInjectLogCrashHelperProcess(t *testing.T) {
-	dir := os.Getenv(injectCrashEnv)
-	if dir == "" {
+	st, ok := crashHelperStore(injectCrashEnv)
+	if !ok {
 		return // only the helper process does something
 	}
 	ctx := context.Background()
-	st, err := store.OpenSQLite(ctx, filepath.Join(dir, store.DBFile))
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
 	s := Open(st, Options{})
 	s.injectFoldAt, _ = strconv.Atoi(os.Getenv(injectCrashFoldAt))
 	in := NewIngester(st, s, IngesterOptions{})
