@@ -38,21 +38,8 @@ func TestCrashHelperProcess(t *testing.T) {
 	ctx := context.Background()
 	s := Open(st, Options{})
 	in := NewIngester(st, s, IngesterOptions{})
-	n := 0
-	in.testHookInTx = func() {
-		fmt.Println("in-tx")
-		// The parent kills us inside the 5th transaction: wait here for it
-		// (bounded, should the parent be gone).
-		if n++; n == 5 {
-			time.Sleep(time.Minute)
-		}
-	}
-	if _, _, err := in.IngestAll(ctx, false); err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
-	fmt.Println("done")
-	os.Exit(0)
+	in.testHookInTx = sayInTxAndHoldFifth()
+	ingestAllAndExit(ctx, in)
 }
 
 func TestCrashDuringIngestion(t *testing.T) {
@@ -138,6 +125,30 @@ func TestCrashDuringIngestion(t *testing.T) {
 		t.Fatalf("%d units, want %d", len(units), crashSessions*crashTurns+1)
 	}
 	checkIndex(t, s)
+}
+
+// sayInTxAndHoldFifth is a helper process's in-transaction hook: it says
+// "in-tx" each time and, inside the 5th, waits for the parent's SIGKILL
+// (killInFifthTx; bounded, should the parent be gone).
+func sayInTxAndHoldFifth() func() {
+	n := 0
+	return func() {
+		fmt.Println("in-tx")
+		if n++; n == 5 {
+			time.Sleep(time.Minute)
+		}
+	}
+}
+
+// ingestAllAndExit ingests everything pending and ends the helper process,
+// saying "done" (or the error).
+func ingestAllAndExit(ctx context.Context, in *Ingester) {
+	if _, _, err := in.IngestAll(ctx, false); err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	fmt.Println("done")
+	os.Exit(0)
 }
 
 // crashHelperStore opens the store of a crash test's helper process, in

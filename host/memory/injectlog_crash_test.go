@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
@@ -35,19 +34,8 @@ func TestInjectLogCrashHelperProcess(t *testing.T) {
 	s := Open(st, Options{})
 	s.injectFoldAt, _ = strconv.Atoi(os.Getenv(injectCrashFoldAt))
 	in := NewIngester(st, s, IngesterOptions{})
-	n := 0
-	in.testHookInTx = func() { // after the batch logged (and maybe folded) its injections
-		fmt.Println("in-tx")
-		if n++; n == 5 {
-			time.Sleep(time.Minute) // the parent kills us here (bounded, should it be gone)
-		}
-	}
-	if _, _, err := in.IngestAll(ctx, false); err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
-	fmt.Println("done")
-	os.Exit(0)
+	in.testHookInTx = sayInTxAndHoldFifth() // after the batch logged (and maybe folded) its injections
+	ingestAllAndExit(ctx, in)
 }
 
 // TestCrashWhileLoggingInjections: a process killed (SIGKILL) inside an
