@@ -201,7 +201,7 @@ func BenchmarkBM25Index1000(b *testing.B) {
 	var ix *bm25Index
 	for i := 0; i < b.N; i++ {
 		var err error
-		if ix, err = buildBM25Index(ctx, lib.r, snap.index); err != nil {
+		if ix, err = buildBM25Index(ctx, lib.r, snap.index, snap.df); err != nil {
 			b.Fatal(err)
 		}
 	}

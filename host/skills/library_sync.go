@@ -339,7 +339,7 @@ func (l *Library) publish(ctx context.Context, found []scanned) {
 		next.kw = nil
 	}
 	if next.kw == nil && len(next.sorted) > 0 && (next.gen != old.gen || old.kwRetry) {
-		kw, err := buildBM25Index(ctx, l.r, next.index)
+		kw, err := buildBM25Index(ctx, l.r, next.index, next.df)
 		if err != nil {
 			// A cancelled sync is retried by the next one; other errors
 			// (a library too large for the index) wait for a content change.

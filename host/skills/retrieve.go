@@ -239,6 +239,9 @@ func (s *snapshot) kwPostings(term string) ([]posting, bool) {
 	if s.kw == nil {
 		return nil, false
 	}
+	if i, ok := s.kw.surface[term]; ok {
+		return s.kw.list(i), true
+	}
 	if !ftsASCII(term) {
 		return nil, false
 	}
@@ -343,6 +346,9 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 	// Top-limit selection: an insertion-sorted slice (limit is small).
 	out := make([]hit, 0, limit)
 	for _, i := range touched {
+		if len(out) == limit && scores[i] < out[limit-1].keyword {
+			continue // below the last kept hit: no need to read the entry
+		}
 		h := hit{e: snap.sorted[i], keyword: scores[i], terms: int(nterms[i])}
 		if len(out) == limit && !better(&h, &out[limit-1]) {
 			continue
