@@ -29,8 +29,8 @@ type bm25Index struct {
 	// term the skills contain costs one map lookup instead of Porter
 	// stemming and a lookup.
 	surface  map[string]int32
-	start    []int32          // len(terms)+1 offsets into post
-	post     []posting        // -bm25 of each term per skill, term by term
+	start    []int32   // len(terms)+1 offsets into post
+	post     []posting // -bm25 of each term per skill, term by term
 	postings int
 }
 
