@@ -38,11 +38,13 @@ func referenceHits(snap *snapshot, terms []string, usable func(*entry) bool, lim
 	return all[:min(limit, len(all))], known
 }
 
-// TestKeywordHitsMatchReference checks the request path's ranking
-// (surface-term lookups, threshold skipping) against referenceHits on the
-// 1,000-skill library with proxybench's question shape and the labelled
-// turns: same skills, order, scores (bit for bit), matched-term counts and
-// known terms, for injection's agent filter and for all skills.
+// TestKeywordHitsMatchReference checks the request path's keyword ranking
+// (surface-term lookups, threshold skipping, the snapshot's status and
+// agent flags) against referenceHits on the 1,000-skill library (a tenth
+// of it scoped to another agent, some disabled) with proxybench's question
+// shape and the labelled turns: same skills, order, scores (bit for bit)
+// and matched-term counts, for injection's filter, another agent's, and
+// all skills.
 func TestKeywordHitsMatchReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short: the 1,000-skill library takes seconds to write and index")
@@ -54,32 +56,29 @@ func TestKeywordHitsMatchReference(t *testing.T) {
 		t.Fatal("no in-memory BM25 index or no surface terms")
 	}
 	cases := append(agentQuestions(t, 300, 11), equivalenceCases(t)...)
-	filters := map[string]func(*entry) bool{
-		"injection": func(e *entry) bool { return e.skill.Active() && e.skill.ForAgent("default") },
-		"all":       func(*entry) bool { return true },
-	}
 	ctx := context.Background()
-	for name, usable := range filters {
+	for _, f := range []struct {
+		agent string
+		all   bool
+	}{{"default", false}, {"other-agent", false}, {"", true}} {
+		usable := func(e *entry) bool { return (f.all || e.skill.Active()) && (f.agent == "" || e.skill.ForAgent(f.agent)) }
 		for _, limit := range []int{6, 24} {
 			for _, texts := range cases {
 				terms := snap.queryTerms(texts)
-				if !slices.ContainsFunc(terms, func(t string) bool { return ftsASCII(t) }) {
-					continue
+				if len(terms) == 0 || slices.ContainsFunc(terms, func(t string) bool { return !ftsASCII(t) }) {
+					continue // non-ASCII terms are served by FTS5: TestTermCacheMatchesFTS5
 				}
-				if slices.ContainsFunc(terms, func(t string) bool { return !ftsASCII(t) }) {
-					continue // served by FTS5: TestTermCacheMatchesFTS5
-				}
-				got, known, err := lib.keywordHits(ctx, snap, terms, usable, limit)
+				got, err := lib.search(ctx, SearchOptions{Texts: texts, Agent: f.agent, All: f.all, Limit: limit, Mode: ModeKeyword}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, wantKnown := referenceHits(snap, terms, usable, limit)
-				if known != wantKnown || len(got) != len(want) {
-					t.Fatalf("%s/%d %q: %d hits, %d known; reference %d, %d", name, limit, texts, len(got), known, len(want), wantKnown)
+				want, _ := referenceHits(snap, terms, usable, limit)
+				if len(got) != len(want) {
+					t.Fatalf("%+v/%d %q: %d hits, reference %d", f, limit, texts, len(got), len(want))
 				}
 				for i := range got {
 					if got[i].e != want[i].e || got[i].keyword != want[i].keyword || got[i].terms != want[i].terms {
-						t.Fatalf("%s/%d %q: hit %d = %s (%v, %d terms), reference %s (%v, %d terms)", name, limit, texts, i,
+						t.Fatalf("%+v/%d %q: hit %d = %s (%v, %d terms), reference %s (%v, %d terms)", f, limit, texts, i,
 							got[i].e.skill.Name, got[i].keyword, got[i].terms, want[i].e.skill.Name, want[i].keyword, want[i].terms)
 					}
 				}

@@ -327,6 +327,7 @@ func (l *Library) publish(ctx context.Context, found []scanned) {
 	if changed || next.df == nil {
 		next.df = docFreq(next.sorted)
 	}
+	next.flags = skillFlags(next.sorted)
 	next.index = make(map[string]int32, len(next.sorted))
 	for i, e := range next.sorted {
 		next.index[e.skill.Name] = int32(i)

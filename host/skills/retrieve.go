@@ -281,7 +281,7 @@ func better(a, b *hit) bool {
 // Scores are -bm25 (higher is better). Each hit carries how many query
 // terms it matched, and known is how many query terms any skill has (what
 // the relevance floor needs).
-func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []string, usable func(*entry) bool, limit int) (hits []hit, known int, err error) {
+func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []string, usable func(int32) bool, limit int) (hits []hit, known int, err error) {
 	if len(terms) == 0 || len(snap.sorted) == 0 || limit <= 0 {
 		return nil, 0, nil
 	}
@@ -353,7 +353,7 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 		if len(out) == limit && !better(&h, &out[limit-1]) {
 			continue
 		}
-		if !usable(h.e) {
+		if !usable(i) {
 			continue
 		}
 		if len(out) < limit {
@@ -370,7 +370,7 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 
 // keywordHitsQuery ranks with one FTS5 query over the OR'ed terms, then
 // counts each hit's matched terms as keywordHits does.
-func (l *Library) keywordHitsQuery(ctx context.Context, snap *snapshot, terms []string, usable func(*entry) bool, limit int) ([]hit, int, error) {
+func (l *Library) keywordHitsQuery(ctx context.Context, snap *snapshot, terms []string, usable func(int32) bool, limit int) ([]hit, int, error) {
 	l.stmtOnce.Do(l.prepareStmts)
 	if l.stmtErr != nil {
 		return nil, 0, fmt.Errorf("skills search: %w", l.stmtErr)
@@ -387,7 +387,8 @@ func (l *Library) keywordHitsQuery(ctx context.Context, snap *snapshot, terms []
 			rows.Close()
 			return nil, 0, fmt.Errorf("skills search: %w", err)
 		}
-		if e, ok := snap.byName[name]; ok && usable(e) {
+		if i, ok := snap.index[name]; ok && usable(i) {
+			e := snap.sorted[i]
 			out = append(out, hit{e: e, keyword: -score})
 		}
 	}
@@ -518,8 +519,12 @@ func (l *Library) search(ctx context.Context, o SearchOptions, qv *queryVecs) ([
 		o.Limit = 6
 	}
 	snap := l.snap.Load()
-	usable := func(e *entry) bool {
-		return (o.All || e.skill.Active()) && (o.Agent == "" || e.skill.ForAgent(o.Agent))
+	usable := func(i int32) bool {
+		f := snap.flags[i]
+		if !o.All && f&flagActive == 0 {
+			return false
+		}
+		return o.Agent == "" || f&flagAnyAgent != 0 || snap.sorted[i].skill.ForAgent(o.Agent)
 	}
 	mode := o.Mode
 	if mode == "" {
@@ -592,13 +597,13 @@ func (e *SemanticError) Error() string { return "embedding retrieval unavailable
 func (e *SemanticError) Unwrap() error { return e.Err }
 
 // semanticHits scores every usable skill with a vector (exact scan).
-func semanticHits(snap *snapshot, qvec []float32, usable func(*entry) bool, limit int) []hit {
+func semanticHits(snap *snapshot, qvec []float32, usable func(int32) bool, limit int) []hit {
 	if len(qvec) == 0 {
 		return nil
 	}
 	out := make([]hit, 0, limit+1)
-	for _, e := range snap.sorted {
-		if e.vec == nil || !usable(e) {
+	for i, e := range snap.sorted {
+		if e.vec == nil || !usable(int32(i)) {
 			continue
 		}
 		s := float64(embed.Dot(qvec, e.vec))
