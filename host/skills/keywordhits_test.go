@@ -61,7 +61,9 @@ func TestKeywordHitsMatchReference(t *testing.T) {
 		agent string
 		all   bool
 	}{{"default", false}, {"other-agent", false}, {"", true}} {
-		usable := func(e *entry) bool { return (f.all || e.skill.Active()) && (f.agent == "" || e.skill.ForAgent(f.agent)) }
+		usable := func(e *entry) bool {
+			return (f.all || e.skill.Active()) && (f.agent == "" || e.skill.ForAgent(f.agent))
+		}
 		for _, limit := range []int{6, 24} {
 			for _, texts := range cases {
 				terms := snap.queryTerms(texts)
