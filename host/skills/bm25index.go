@@ -24,11 +24,11 @@ import (
 // a GC cycle does not walk a slice per term.
 type bm25Index struct {
 	terms map[string]int32 // FTS5 token → its number
-	// surface maps the library's own raw query terms (snapshot.df's keys,
-	// whose strings it shares) to their token's number, so that a query
-	// term the skills contain costs one map lookup instead of Porter
-	// stemming and a lookup.
-	surface  map[string]int32
+	// surface maps the library's own raw ASCII terms (snapshot.df's keys,
+	// whose strings it shares) to their document frequency and their
+	// token's number, so that a query term the skills contain costs one
+	// map lookup instead of a df lookup, Porter stemming and a token lookup.
+	surface  map[string]surfaceTerm
 	start    []int32   // len(terms)+1 offsets into post
 	post     []posting // -bm25 of each term per skill, term by term
 	postings int
@@ -48,17 +48,30 @@ func (ix *bm25Index) list(i int32) []posting {
 	return ix.post[ix.start[i]:ix.start[i+1]:ix.start[i+1]]
 }
 
-// linkSurface fills surface from the library's raw terms (df's keys).
+// surfaceTerm is a raw term's document frequency and token number
+// (noToken when FTS5 did not index its stem).
+type surfaceTerm struct{ df, tok int32 }
+
+// Token numbers a query term carries besides a real one.
+const (
+	noToken      = -2 // no skill has it
+	unknownToken = -1 // not looked up: stem it (kwPostings)
+)
+
+// linkSurface fills surface from the library's raw terms and their
+// document frequencies.
 func (ix *bm25Index) linkSurface(df map[string]int) {
-	ix.surface = make(map[string]int32, len(df))
+	ix.surface = make(map[string]surfaceTerm, len(df))
 	var arr [porterMaxToken + 8]byte
-	for t := range df {
+	for t, n := range df {
 		if !ftsASCII(t) {
 			continue
 		}
+		st := surfaceTerm{df: int32(n), tok: noToken}
 		if i, ok := ix.terms[string(porterStemBytes(&arr, t))]; ok {
-			ix.surface[t] = i
+			st.tok = i
 		}
+		ix.surface[t] = st
 	}
 }
 

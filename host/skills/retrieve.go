@@ -130,19 +130,51 @@ func (s *snapshot) match(texts []string) string { return MatchExpr(s.queryTerms(
 // than half the skills: FTS5's bm25 clamps their IDF to 1e-6, so they
 // cannot change the ranking, yet they would make the query visit every row.
 func (s *snapshot) queryTerms(texts []string) []string {
+	terms, _ := s.queryTermsTok(texts, nil)
+	return terms
+}
+
+// queryTermsTok is queryTerms plus each kept term's token number in the
+// in-memory index (unknownToken where not known), appended to toks: a
+// term the skills contain is found once, for its document frequency and
+// its token together.
+func (s *snapshot) queryTermsTok(texts []string, toks []int32) ([]string, []int32) {
 	terms := QueryTerms(texts, MaxQueryTerms*2)
 	n := len(s.sorted)
 	kept := terms[:0]
 	for _, t := range terms {
-		if n >= 8 && s.df[t]*2 > n {
+		df, tok := 0, int32(unknownToken)
+		if st, ok := s.surfaceTerm(t); ok {
+			df, tok = int(st.df), st.tok
+		} else {
+			df = s.df[t]
+		}
+		if n >= 8 && df*2 > n {
 			continue
 		}
 		kept = append(kept, t)
+		toks = append(toks, tok)
 		if len(kept) == MaxQueryTerms {
 			break
 		}
 	}
-	return kept
+	return kept, toks
+}
+
+// surfaceTerm looks a raw term up in the index's surface map; an ASCII
+// term missing from it is in no skill (df 0), but may share its stem with
+// one that is (unknownToken: kwPostings stems it).
+func (s *snapshot) surfaceTerm(t string) (surfaceTerm, bool) {
+	if s.kw == nil || s.kw.surface == nil {
+		return surfaceTerm{}, false
+	}
+	if st, ok := s.kw.surface[t]; ok {
+		return st, true
+	}
+	if ftsASCII(t) {
+		return surfaceTerm{tok: unknownToken}, true
+	}
+	return surfaceTerm{}, false
 }
 
 // posting is one skill's BM25 contribution for one term.
@@ -239,8 +271,11 @@ func (s *snapshot) kwPostings(term string) ([]posting, bool) {
 	if s.kw == nil {
 		return nil, false
 	}
-	if i, ok := s.kw.surface[term]; ok {
-		return s.kw.list(i), true
+	if st, ok := s.kw.surface[term]; ok {
+		if st.tok < 0 {
+			return nil, true
+		}
+		return s.kw.list(st.tok), true
 	}
 	if !ftsASCII(term) {
 		return nil, false
@@ -257,6 +292,7 @@ type scoreBuf struct {
 	nterms  []uint8
 	touched []int32
 	lists   []termList
+	toks    []int32 // the query terms' tokens (search)
 }
 
 // termList is one query term's postings; ok is false while unknown.
@@ -281,7 +317,9 @@ func better(a, b *hit) bool {
 // Scores are -bm25 (higher is better). Each hit carries how many query
 // terms it matched, and known is how many query terms any skill has (what
 // the relevance floor needs).
-func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []string, usable func(int32) bool, limit int) (hits []hit, known int, err error) {
+//
+// toks, when not nil, are the terms' token numbers from queryTermsTok.
+func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []string, toks []int32, usable func(int32) bool, limit int) (hits []hit, known int, err error) {
 	if len(terms) == 0 || len(snap.sorted) == 0 || limit <= 0 {
 		return nil, 0, nil
 	}
@@ -294,8 +332,17 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 	// fetched in the background so the next turns are served from memory.
 	lists := buf.lists[:0]
 	missing := 0
-	for _, t := range terms {
-		ps, ok := snap.kwPostings(t)
+	for k, t := range terms {
+		var ps []posting
+		var ok bool
+		switch {
+		case toks != nil && toks[k] >= 0:
+			ps, ok = snap.kw.list(toks[k]), true
+		case toks != nil && toks[k] == noToken:
+			ok = true
+		default:
+			ps, ok = snap.kwPostings(t)
+		}
 		if !ok {
 			if ps, ok = l.terms.get(snap.gen, t); !ok {
 				missing++
@@ -548,8 +595,11 @@ func (l *Library) search(ctx context.Context, o SearchOptions, qv *queryVecs) ([
 	}
 	var hits []hit
 	if mode != ModeEmbedding {
-		terms := snap.queryTerms(o.Texts)
-		kw, known, err := l.keywordHits(ctx, snap, terms, usable, pool)
+		buf := scorePool.Get().(*scoreBuf)
+		terms, toks := snap.queryTermsTok(o.Texts, buf.toks[:0])
+		kw, known, err := l.keywordHits(ctx, snap, terms, toks, usable, pool)
+		buf.toks = toks[:0]
+		scorePool.Put(buf)
 		if err != nil {
 			return nil, err
 		}

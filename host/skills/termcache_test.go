@@ -71,7 +71,7 @@ func checkMatchesFTS5(t *testing.T, lib *Library, snap *snapshot) {
 	all := func(int32) bool { return true }
 	for _, texts := range equivalenceCases(t) {
 		terms := snap.queryTerms(texts)
-		got, _, err := lib.keywordHits(ctx, snap, terms, all, 1000)
+		got, _, err := lib.keywordHits(ctx, snap, terms, nil, all, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
