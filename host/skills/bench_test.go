@@ -201,7 +201,7 @@ func BenchmarkBM25Index1000(b *testing.B) {
 	var ix *bm25Index
 	for i := 0; i < b.N; i++ {
 		var err error
-		if ix, err = buildBM25Index(ctx, lib.r, snap.index); err != nil {
+		if ix, err = buildBM25Index(ctx, lib.r, snap.index, snap.df); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -243,4 +243,62 @@ func heapNow() (live, scan uint64) {
 	sample := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
 	metrics.Read(sample)
 	return ms.HeapAlloc, sample[0].Value.Uint64()
+}
+
+// agentQuestions are n user turns shaped like proxybench's loaded
+// scenario (tools/proxybench/loaded.go): an agent-style request whose
+// content words are drawn Zipf-distributed from the bank's vocabulary, so
+// that most of them are in tens or hundreds of the synthetic skills.
+func agentQuestions(tb testing.TB, n int, seed int64) [][]string {
+	tb.Helper()
+	seen := map[string]bool{}
+	var words []string
+	for _, name := range bank.Names() {
+		raw, err := fs.ReadFile(bank.FS(), name+"/"+FileName)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, w := range strings.FieldsFunc(strings.ToLower(string(raw)), func(r rune) bool { return r < 'a' || r > 'z' }) {
+			if len(w) > 3 && !seen[w] {
+				seen[w] = true
+				words = append(words, w)
+			}
+		}
+	}
+	r := rand.New(rand.NewSource(seed))
+	z := rand.NewZipf(r, 1.07, 3, uint64(len(words)-1))
+	phrase := func(k int) string {
+		out := make([]string, k)
+		for i := range out {
+			out[i] = words[z.Uint64()]
+		}
+		return strings.Join(out, " ")
+	}
+	qs := make([][]string, n)
+	for i := range qs {
+		qs[i] = []string{"Can you help me " + phrase(3) + " the " + phrase(4) + " and make sure it handles " + phrase(2) + "?"}
+	}
+	return qs
+}
+
+// BenchmarkContextAgent1000 is BenchmarkContext1000 with proxybench's
+// loaded question shape (agentQuestions) instead of the labelled turns:
+// its terms are common in the library, so each has long postings.
+func BenchmarkContextAgent1000(b *testing.B) {
+	lib := syntheticLibrary(b, 1000)
+	queries := agentQuestions(b, 500, 7)
+	p := NewProvider(lib, ProviderOptions{TopK: 6, MaxTokens: 1500})
+	ctx := context.Background()
+	for _, q := range queries {
+		if _, err := p.Context(ctx, core.Query{Agent: "default", UserTexts: q}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := p.Context(ctx, core.Query{Agent: "default", UserTexts: queries[i%len(queries)]}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

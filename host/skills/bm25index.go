@@ -23,9 +23,14 @@ import (
 // the index is three allocations with pointers in none but the term map:
 // a GC cycle does not walk a slice per term.
 type bm25Index struct {
-	terms    map[string]int32 // FTS5 token → its number
-	start    []int32          // len(terms)+1 offsets into post
-	post     []posting        // -bm25 of each term per skill, term by term
+	terms map[string]int32 // FTS5 token → its number
+	// surface maps the library's own raw ASCII terms (snapshot.df's keys,
+	// whose strings it shares) to their document frequency and their
+	// token's number, so that a query term the skills contain costs one
+	// map lookup instead of a df lookup, Porter stemming and a token lookup.
+	surface  map[string]surfaceTerm
+	start    []int32   // len(terms)+1 offsets into post
+	post     []posting // -bm25 of each term per skill, term by term
 	postings int
 }
 
@@ -35,7 +40,39 @@ func (ix *bm25Index) lookup(tok []byte) []posting {
 	if !ok {
 		return nil
 	}
+	return ix.list(i)
+}
+
+// list returns the postings of token number i.
+func (ix *bm25Index) list(i int32) []posting {
 	return ix.post[ix.start[i]:ix.start[i+1]:ix.start[i+1]]
+}
+
+// surfaceTerm is a raw term's document frequency and token number
+// (noToken when FTS5 did not index its stem).
+type surfaceTerm struct{ df, tok int32 }
+
+// Token numbers a query term carries besides a real one.
+const (
+	noToken      = -2 // no skill has it
+	unknownToken = -1 // not looked up: stem it (kwPostings)
+)
+
+// linkSurface fills surface from the library's raw terms and their
+// document frequencies.
+func (ix *bm25Index) linkSurface(df map[string]int) {
+	ix.surface = make(map[string]surfaceTerm, len(df))
+	var arr [porterMaxToken + 8]byte
+	for t, n := range df {
+		if !ftsASCII(t) {
+			continue
+		}
+		st := surfaceTerm{df: int32(n), tok: noToken}
+		if i, ok := ix.terms[string(porterStemBytes(&arr, t))]; ok {
+			st.tok = i
+		}
+		ix.surface[t] = st
+	}
 }
 
 // bm25ColWeights are bm25Weights by column (name, description, tags, body).
@@ -48,8 +85,8 @@ const maxIndexPostings = 1 << 22
 const vocabTable = "temp.skills_vocab_instance"
 
 // buildBM25Index reads the FTS5 index. index maps skill names to their
-// position in the snapshot.
-func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*bm25Index, error) {
+// position in the snapshot; df is the snapshot's raw term counts.
+func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32, df map[string]int) (*bm25Index, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -66,7 +103,9 @@ func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32) (*b
 	if err != nil {
 		return nil, err
 	}
-	return scorePostings(raw, pos, nRow), nil
+	ix := scorePostings(raw, pos, nRow)
+	ix.linkSurface(df)
+	return ix, nil
 }
 
 // readSkillPositions maps the skills' row ids to their position in the

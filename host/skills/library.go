@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,6 +130,29 @@ type snapshot struct {
 	// be built: ranking then queries FTS5).
 	kw      *bm25Index
 	kwRetry bool // building kw was interrupted: the next sync tries again
+	// flags are each sorted entry's status and agent scope (skillFlags),
+	// so that ranking filters the skills a turn may get without reading
+	// their entries (a cache miss each on the request path).
+	flags []uint8
+}
+
+const (
+	flagActive   = 1 << iota // status active
+	flagAnyAgent             // no agent scope, or "*"
+)
+
+// skillFlags are sorted's flags.
+func skillFlags(sorted []*entry) []uint8 {
+	out := make([]uint8, len(sorted))
+	for i, e := range sorted {
+		if e.skill.Active() {
+			out[i] |= flagActive
+		}
+		if len(e.skill.Agents) == 0 || slices.Contains(e.skill.Agents, "*") {
+			out[i] |= flagAnyAgent
+		}
+	}
+	return out
 }
 
 // Open loads the library (creating the folder if needed) and indexes it.

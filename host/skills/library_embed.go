@@ -126,7 +126,7 @@ func (l *Library) attachVectors(batch []*entry, vecs [][]float32) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cur := l.snap.Load()
-	next := &snapshot{byName: make(map[string]*entry, len(cur.byName)), sorted: make([]*entry, 0, len(cur.sorted)), active: cur.active, df: cur.df, gen: cur.gen, index: cur.index, kw: cur.kw, kwRetry: cur.kwRetry}
+	next := &snapshot{byName: make(map[string]*entry, len(cur.byName)), sorted: make([]*entry, 0, len(cur.sorted)), active: cur.active, df: cur.df, gen: cur.gen, index: cur.index, kw: cur.kw, kwRetry: cur.kwRetry, flags: cur.flags}
 	upd := map[string][]float32{}
 	for i, e := range batch {
 		if i < len(vecs) && len(vecs[i]) > 0 {

@@ -327,6 +327,7 @@ func (l *Library) publish(ctx context.Context, found []scanned) {
 	if changed || next.df == nil {
 		next.df = docFreq(next.sorted)
 	}
+	next.flags = skillFlags(next.sorted)
 	next.index = make(map[string]int32, len(next.sorted))
 	for i, e := range next.sorted {
 		next.index[e.skill.Name] = int32(i)
@@ -339,7 +340,7 @@ func (l *Library) publish(ctx context.Context, found []scanned) {
 		next.kw = nil
 	}
 	if next.kw == nil && len(next.sorted) > 0 && (next.gen != old.gen || old.kwRetry) {
-		kw, err := buildBM25Index(ctx, l.r, next.index)
+		kw, err := buildBM25Index(ctx, l.r, next.index, next.df)
 		if err != nil {
 			// A cancelled sync is retried by the next one; other errors
 			// (a library too large for the index) wait for a content change.

@@ -130,19 +130,51 @@ func (s *snapshot) match(texts []string) string { return MatchExpr(s.queryTerms(
 // than half the skills: FTS5's bm25 clamps their IDF to 1e-6, so they
 // cannot change the ranking, yet they would make the query visit every row.
 func (s *snapshot) queryTerms(texts []string) []string {
+	terms, _ := s.queryTermsTok(texts, nil)
+	return terms
+}
+
+// queryTermsTok is queryTerms plus each kept term's token number in the
+// in-memory index (unknownToken where not known), appended to toks: a
+// term the skills contain is found once, for its document frequency and
+// its token together.
+func (s *snapshot) queryTermsTok(texts []string, toks []int32) ([]string, []int32) {
 	terms := QueryTerms(texts, MaxQueryTerms*2)
 	n := len(s.sorted)
 	kept := terms[:0]
 	for _, t := range terms {
-		if n >= 8 && s.df[t]*2 > n {
+		df, tok := 0, int32(unknownToken)
+		if st, ok := s.surfaceTerm(t); ok {
+			df, tok = int(st.df), st.tok
+		} else {
+			df = s.df[t]
+		}
+		if n >= 8 && df*2 > n {
 			continue
 		}
 		kept = append(kept, t)
+		toks = append(toks, tok)
 		if len(kept) == MaxQueryTerms {
 			break
 		}
 	}
-	return kept
+	return kept, toks
+}
+
+// surfaceTerm looks a raw term up in the index's surface map; an ASCII
+// term missing from it is in no skill (df 0), but may share its stem with
+// one that is (unknownToken: kwPostings stems it).
+func (s *snapshot) surfaceTerm(t string) (surfaceTerm, bool) {
+	if s.kw == nil || s.kw.surface == nil {
+		return surfaceTerm{}, false
+	}
+	if st, ok := s.kw.surface[t]; ok {
+		return st, true
+	}
+	if ftsASCII(t) {
+		return surfaceTerm{tok: unknownToken}, true
+	}
+	return surfaceTerm{}, false
 }
 
 // posting is one skill's BM25 contribution for one term.
@@ -239,6 +271,12 @@ func (s *snapshot) kwPostings(term string) ([]posting, bool) {
 	if s.kw == nil {
 		return nil, false
 	}
+	if st, ok := s.kw.surface[term]; ok {
+		if st.tok < 0 {
+			return nil, true
+		}
+		return s.kw.list(st.tok), true
+	}
 	if !ftsASCII(term) {
 		return nil, false
 	}
@@ -254,6 +292,7 @@ type scoreBuf struct {
 	nterms  []uint8
 	touched []int32
 	lists   []termList
+	toks    []int32 // the query terms' tokens (search)
 }
 
 // termList is one query term's postings; ok is false while unknown.
@@ -278,7 +317,9 @@ func better(a, b *hit) bool {
 // Scores are -bm25 (higher is better). Each hit carries how many query
 // terms it matched, and known is how many query terms any skill has (what
 // the relevance floor needs).
-func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []string, usable func(*entry) bool, limit int) (hits []hit, known int, err error) {
+//
+// toks, when not nil, are the terms' token numbers from queryTermsTok.
+func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []string, toks []int32, usable func(int32) bool, limit int) (hits []hit, known int, err error) {
 	if len(terms) == 0 || len(snap.sorted) == 0 || limit <= 0 {
 		return nil, 0, nil
 	}
@@ -291,8 +332,17 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 	// fetched in the background so the next turns are served from memory.
 	lists := buf.lists[:0]
 	missing := 0
-	for _, t := range terms {
-		ps, ok := snap.kwPostings(t)
+	for k, t := range terms {
+		var ps []posting
+		var ok bool
+		switch {
+		case toks != nil && toks[k] >= 0:
+			ps, ok = snap.kw.list(toks[k]), true
+		case toks != nil && toks[k] == noToken:
+			ok = true
+		default:
+			ps, ok = snap.kwPostings(t)
+		}
 		if !ok {
 			if ps, ok = l.terms.get(snap.gen, t); !ok {
 				missing++
@@ -343,11 +393,14 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 	// Top-limit selection: an insertion-sorted slice (limit is small).
 	out := make([]hit, 0, limit)
 	for _, i := range touched {
+		if len(out) == limit && scores[i] < out[limit-1].keyword {
+			continue // below the last kept hit: no need to read the entry
+		}
 		h := hit{e: snap.sorted[i], keyword: scores[i], terms: int(nterms[i])}
 		if len(out) == limit && !better(&h, &out[limit-1]) {
 			continue
 		}
-		if !usable(h.e) {
+		if !usable(i) {
 			continue
 		}
 		if len(out) < limit {
@@ -364,7 +417,7 @@ func (l *Library) keywordHits(ctx context.Context, snap *snapshot, terms []strin
 
 // keywordHitsQuery ranks with one FTS5 query over the OR'ed terms, then
 // counts each hit's matched terms as keywordHits does.
-func (l *Library) keywordHitsQuery(ctx context.Context, snap *snapshot, terms []string, usable func(*entry) bool, limit int) ([]hit, int, error) {
+func (l *Library) keywordHitsQuery(ctx context.Context, snap *snapshot, terms []string, usable func(int32) bool, limit int) ([]hit, int, error) {
 	l.stmtOnce.Do(l.prepareStmts)
 	if l.stmtErr != nil {
 		return nil, 0, fmt.Errorf("skills search: %w", l.stmtErr)
@@ -381,7 +434,8 @@ func (l *Library) keywordHitsQuery(ctx context.Context, snap *snapshot, terms []
 			rows.Close()
 			return nil, 0, fmt.Errorf("skills search: %w", err)
 		}
-		if e, ok := snap.byName[name]; ok && usable(e) {
+		if i, ok := snap.index[name]; ok && usable(i) {
+			e := snap.sorted[i]
 			out = append(out, hit{e: e, keyword: -score})
 		}
 	}
@@ -512,8 +566,12 @@ func (l *Library) search(ctx context.Context, o SearchOptions, qv *queryVecs) ([
 		o.Limit = 6
 	}
 	snap := l.snap.Load()
-	usable := func(e *entry) bool {
-		return (o.All || e.skill.Active()) && (o.Agent == "" || e.skill.ForAgent(o.Agent))
+	usable := func(i int32) bool {
+		f := snap.flags[i]
+		if !o.All && f&flagActive == 0 {
+			return false
+		}
+		return o.Agent == "" || f&flagAnyAgent != 0 || snap.sorted[i].skill.ForAgent(o.Agent)
 	}
 	mode := o.Mode
 	if mode == "" {
@@ -537,8 +595,11 @@ func (l *Library) search(ctx context.Context, o SearchOptions, qv *queryVecs) ([
 	}
 	var hits []hit
 	if mode != ModeEmbedding {
-		terms := snap.queryTerms(o.Texts)
-		kw, known, err := l.keywordHits(ctx, snap, terms, usable, pool)
+		buf := scorePool.Get().(*scoreBuf)
+		terms, toks := snap.queryTermsTok(o.Texts, buf.toks[:0])
+		kw, known, err := l.keywordHits(ctx, snap, terms, toks, usable, pool)
+		buf.toks = toks[:0]
+		scorePool.Put(buf)
 		if err != nil {
 			return nil, err
 		}
@@ -586,13 +647,13 @@ func (e *SemanticError) Error() string { return "embedding retrieval unavailable
 func (e *SemanticError) Unwrap() error { return e.Err }
 
 // semanticHits scores every usable skill with a vector (exact scan).
-func semanticHits(snap *snapshot, qvec []float32, usable func(*entry) bool, limit int) []hit {
+func semanticHits(snap *snapshot, qvec []float32, usable func(int32) bool, limit int) []hit {
 	if len(qvec) == 0 {
 		return nil
 	}
 	out := make([]hit, 0, limit+1)
-	for _, e := range snap.sorted {
-		if e.vec == nil || !usable(e) {
+	for i, e := range snap.sorted {
+		if e.vec == nil || !usable(int32(i)) {
 			continue
 		}
 		s := float64(embed.Dot(qvec, e.vec))

@@ -68,10 +68,10 @@ func equivalenceCases(t *testing.T) [][]string {
 func checkMatchesFTS5(t *testing.T, lib *Library, snap *snapshot) {
 	t.Helper()
 	ctx := context.Background()
-	all := func(*entry) bool { return true }
+	all := func(int32) bool { return true }
 	for _, texts := range equivalenceCases(t) {
 		terms := snap.queryTerms(texts)
-		got, _, err := lib.keywordHits(ctx, snap, terms, all, 1000)
+		got, _, err := lib.keywordHits(ctx, snap, terms, nil, all, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

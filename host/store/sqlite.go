@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,7 +137,9 @@ func (s *SQLite) RecordTurns(ctx context.Context, turns []*Turn) error {
 	return nil
 }
 
-// recordTurns is RecordTurns' transaction.
+// recordTurns is RecordTurns' transaction: one upsert per session of the
+// batch (its counters advance by the batch's turns at once, and the turns'
+// indices are counted back from the new totals), then one insert per turn.
 func recordTurns(ctx context.Context, tx *sql.Conn, turns []*Turn) error {
 	upsert, err := tx.PrepareContext(ctx, `
 INSERT INTO sessions (id, agent, scope, started_at, last_at, main_turns, side_turns)
@@ -160,24 +163,27 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 
 		return fmt.Errorf("prepare: %w", err)
 	}
 	defer ins.Close()
-	for _, t := range turns {
-		if t.CreatedAt.IsZero() {
-			t.CreatedAt = time.Now()
-		}
-		mainInc, sideInc := 0, 0
-		if t.TurnType == "side" {
-			sideInc = 1
-		} else {
-			mainInc = 1
-		}
+	for _, g := range groupBySession(turns) {
 		var mainN, sideN int
-		if err := upsert.QueryRowContext(ctx, t.SessionID, t.Agent, t.MemoryScope, ms(t.CreatedAt), ms(t.CreatedAt), mainInc, sideInc).Scan(&mainN, &sideN); err != nil {
-			return fmt.Errorf("session %s: %w", t.SessionID, err)
+		if err := upsert.QueryRowContext(ctx, g.first.SessionID, g.first.Agent, g.first.MemoryScope, ms(g.first.CreatedAt), ms(g.last),
+			g.main, g.side).Scan(&mainN, &sideN); err != nil {
+			return fmt.Errorf("session %s: %w", g.first.SessionID, err)
 		}
-		t.TurnIndex = mainN
-		if sideInc == 1 {
-			t.TurnIndex = sideN
+		mainN, sideN = mainN-g.main, sideN-g.side // the counts before the batch
+		for _, t := range turns[g.from:] {
+			if t.SessionID != g.first.SessionID {
+				continue
+			}
+			if t.TurnType == "side" {
+				sideN++
+				t.TurnIndex = sideN
+			} else {
+				mainN++
+				t.TurnIndex = mainN
+			}
 		}
+	}
+	for _, t := range turns {
 		res, err := ins.ExecContext(ctx, t.SessionID, t.Agent, t.TurnIndex, t.TurnType, t.ClientAPI, t.UpstreamAPI, t.Model, t.Stream,
 			t.RequestJSON, t.ResponseText, t.Reasoning, nonEmpty(t.ToolCallsJSON, "[]"), t.StopReason, t.InputTokens, t.OutputTokens,
 			t.LatencyMS, t.TTFBMS, t.Status, t.Error, nonEmpty(t.InjectedJSON, "[]"), t.InjectedTokens, t.UserID, t.WorkspaceID, t.MemoryScope, ms(t.CreatedAt))
@@ -187,6 +193,40 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 
 		t.ID, _ = res.LastInsertId()
 	}
 	return nil
+}
+
+// sessionBatch is one session's share of a batch of turns.
+type sessionBatch struct {
+	first      *Turn     // its first turn: the session's agent, scope and start when new
+	from       int       // the first turn's position in the batch
+	last       time.Time // its latest turn
+	main, side int       // its turns by type
+}
+
+// groupBySession sets missing creation times and sums the batch by
+// session, in order of first appearance.
+func groupBySession(turns []*Turn) []sessionBatch {
+	var out []sessionBatch
+	for i, t := range turns {
+		if t.CreatedAt.IsZero() {
+			t.CreatedAt = time.Now()
+		}
+		k := slices.IndexFunc(out, func(g sessionBatch) bool { return g.first.SessionID == t.SessionID })
+		if k < 0 {
+			out = append(out, sessionBatch{first: t, from: i, last: t.CreatedAt})
+			k = len(out) - 1
+		}
+		g := &out[k]
+		if t.CreatedAt.After(g.last) {
+			g.last = t.CreatedAt
+		}
+		if t.TurnType == "side" {
+			g.side++
+		} else {
+			g.main++
+		}
+	}
+	return out
 }
 
 func nonEmpty(s, def string) string {
