@@ -15,6 +15,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
@@ -36,6 +37,9 @@ type turn struct {
 	sentKey   string          // the key sent upstream: never echoed back (scrub.go)
 	// passThrough: MetaClaw is switched off; nothing is injected or recorded.
 	passThrough bool
+	// scrubbed is the request body's redaction, done while the upstream
+	// works (scrub.go): nil when it was not started.
+	scrubbed chan redacted
 }
 
 func (s *Server) chat(api apiformat.API) http.HandlerFunc {
@@ -193,6 +197,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, t *turn, body [
 	}
 	s.setUpstreamAuth(req, r)
 	t.sentKey = sentKey(req)
+	s.scrubRequestAside(t)
 
 	step := phase{ctx: ctx}
 	step.to("metaclaw.upstream")
@@ -473,8 +478,7 @@ func (s *Server) observe(ctx context.Context, t *turn) {
 	t.rec.TTFBMS = t.ttfb.Milliseconds()
 	t.rec.InjectedTokens = t.inj.Tokens
 	if len(t.inj.IDs) > 0 {
-		b, _ := json.Marshal(t.inj.IDs)
-		t.rec.InjectedJSON = string(b)
+		t.rec.InjectedJSON = idsJSON(t.inj.IDs)
 	}
 	if s.o.RecordAsync {
 		s.o.Core.Observe(t.rec)
@@ -483,6 +487,29 @@ func (s *Server) observe(ctx context.Context, t *turn) {
 	if err := s.o.Core.ObserveDurable(ctx, t.rec); err != nil && ctx.Err() == nil {
 		s.o.Log.Warn().Err(err).Str("session", t.id.session).Msg("answer released before its turn was persisted")
 	}
+}
+
+// idsJSON is json.Marshal(ids), without its reflection: ids are plain
+// words, and one with a character encoding/json escapes for HTML goes
+// through json.Marshal.
+func idsJSON(ids []string) string {
+	n := 2
+	for _, id := range ids {
+		if strings.ContainsAny(id, "<>&") {
+			b, _ := json.Marshal(ids)
+			return string(b)
+		}
+		n += len(id) + 3
+	}
+	dst := make([]byte, 0, n)
+	dst = append(dst, '[')
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonstr.Append(dst, id)
+	}
+	return string(append(dst, ']'))
 }
 
 // finish records the turn if nothing did yet (errors included), logs it,

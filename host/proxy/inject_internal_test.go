@@ -79,3 +79,19 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(va, vb)
 }
+
+// The injected ids are stored as json.Marshal writes them.
+func TestIDsJSONMatchesMarshal(t *testing.T) {
+	for _, ids := range [][]string{
+		{"skill:debug"},
+		{"memory:01J9Z", "skill:go-tests", "memory:42"},
+		{`quote"d`, `back\slash`, "tab\there", "é世"},
+		{"a<b", "c&d"}, // encoding/json escapes these for HTML
+		{"bad \xff utf8", "line\u2028sep"},
+	} {
+		want, _ := json.Marshal(ids)
+		if got := idsJSON(ids); got != string(want) {
+			t.Errorf("%q: got %s, want %s", ids, got, want)
+		}
+	}
+}

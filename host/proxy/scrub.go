@@ -26,6 +26,30 @@ import (
 // keyRedacted replaces the upstream key in relayed errors.
 const keyRedacted = "[REDACTED:upstream_key]"
 
+// redacted is the request body's redaction and the secrets it found.
+type redacted struct {
+	body  []byte
+	found []string
+}
+
+// scrubRequestAside redacts the request body on another goroutine while
+// the upstream works on the turn: the stored copy must be redacted before
+// the turn is journaled, which is before the client gets its answer, and
+// the request (often 50 KB of history) is known long before the answer.
+// scrubTurn collects the result.
+func (s *Server) scrubRequestAside(t *turn) {
+	if t.passThrough || t.scrubbed != nil || t.body == nil {
+		return
+	}
+	ch := make(chan redacted, 1)
+	t.scrubbed = ch
+	body := t.body
+	go func() {
+		red, found := safety.RedactJSON(body)
+		ch <- redacted{red, found}
+	}()
+}
+
 // scrubTurn redacts the stored copy of a turn.
 func (s *Server) scrubTurn(t *turn) {
 	rec := t.rec
@@ -35,7 +59,14 @@ func (s *Server) scrubTurn(t *turn) {
 	if body == nil {
 		body = []byte(rec.RequestJSON)
 	}
-	req, found := safety.RedactJSON(body)
+	var req []byte
+	var found []string
+	if t.scrubbed != nil {
+		r := <-t.scrubbed
+		req, found = r.body, r.found
+	} else {
+		req, found = safety.RedactJSON(body)
+	}
 	if len(found) > 0 || !bytes.Equal(req, body) {
 		rec.RequestJSON = string(req)
 	}

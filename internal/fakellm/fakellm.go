@@ -16,6 +16,7 @@ package fakellm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -126,21 +127,126 @@ func (s *Server) Last() Request {
 	return s.reqs[len(s.reqs)-1]
 }
 
-func (s *Server) record(r *http.Request) (map[string]any, bool) {
-	raw, err := io.ReadAll(r.Body)
+// chatRequest is what the fake reads of a chat request to decide its
+// answer: the model, the stream flags and each message's role, with the
+// content kept raw (a slice of the body, not a copy) and decoded only for
+// the user and tool messages the decision reads. A real LLM parses the
+// prompt on its own machine; the fake shares the benchmarks' CPU with the
+// client and the proxy, so it does not decode a 50 KB system prompt into
+// maps on every request (that made a proxy that injects a block look slower
+// by the fake's own parse of it).
+type chatRequest struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Messages []chatMessage `json:"messages"`
+}
+
+type chatMessage struct {
+	Role    string   `json:"role"`
+	Content rawValue `json:"content"`
+}
+
+// rawValue keeps a JSON value as the slice of the body it was read from:
+// json.RawMessage would copy it.
+type rawValue []byte
+
+func (v *rawValue) UnmarshalJSON(b []byte) error {
+	*v = b
+	return nil
+}
+
+// content decodes a message's content (nil when absent or not JSON).
+func (m chatMessage) content() any {
+	if len(m.Content) == 0 {
+		return nil
+	}
+	var c any
+	if json.Unmarshal(m.Content, &c) != nil {
+		return nil
+	}
+	return c
+}
+
+// call is one chat request as received: its raw body, what the decision
+// reads of it, and the whole body decoded when asked for (Respond).
+type call struct {
+	raw []byte
+	req chatRequest
+	// body is the decoded body when it was needed (Record or Respond).
+	body map[string]any
+}
+
+// decoded returns the whole body as a map, decoding it on first use.
+func (c *call) decoded() map[string]any {
+	if c.body == nil {
+		_ = json.Unmarshal(c.raw, &c.body)
+	}
+	return c.body
+}
+
+// record reads a chat request: false when it is not a JSON object. The
+// whole body is decoded into a map only when requests are kept (Record):
+// tests read Request.Body.
+func (s *Server) record(r *http.Request) (*call, bool) {
+	raw, err := readAll(r)
 	if err != nil {
 		return nil, false
 	}
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
+	c := &call{raw: raw}
+	if err := json.Unmarshal(raw, &c.req); err != nil {
+		// A field of another type than the decision reads (a numeric
+		// model) is ignored, as a map lookup would; bad JSON is refused.
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			return nil, false
+		}
+	}
+	if !isObject(raw) {
 		return nil, false
 	}
 	if s.Record {
 		s.mu.Lock()
-		s.reqs = append(s.reqs, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
+		s.reqs = append(s.reqs, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: c.decoded(), Raw: raw})
 		s.mu.Unlock()
 	}
-	return body, true
+	return c, true
+}
+
+// readAll reads a request body into one buffer of its announced size (the
+// proxy announces it; io.ReadAll would grow its buffer a few times).
+func readAll(r *http.Request) ([]byte, error) {
+	if r.ContentLength <= 0 || r.ContentLength > 64<<20 {
+		return io.ReadAll(r.Body)
+	}
+	b := make([]byte, r.ContentLength)
+	n, err := io.ReadFull(r.Body, b)
+	return b[:n], err
+}
+
+// isObject reports whether valid JSON raw decodes into a map: an object
+// or null (not an array, a string, …).
+func isObject(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{' || c == 'n'
+	}
+	return false
+}
+
+// respond asks Respond, when set, for the answer text.
+func (s *Server) respond(c *call, p *plan) {
+	if s.Respond == nil {
+		return
+	}
+	if text, ok := s.Respond(c.decoded()); ok {
+		p.text = text
+	}
 }
 
 // plan is what to answer.
@@ -242,7 +348,7 @@ func (s *Server) sleep(r *http.Request, d time.Duration) bool {
 // ---- OpenAI ----
 
 func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.record(r)
+	c, ok := s.record(r)
 	if ok && !s.held(r) {
 		return
 	}
@@ -250,27 +356,21 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": "bad json", "type": "invalid_request_error"}})
 		return
 	}
-	msgs, _ := body["messages"].([]any)
 	var lastUser string
 	var toolResult *string
-	for _, m := range msgs {
-		mm, _ := m.(map[string]any)
-		switch mm["role"] {
+	for _, m := range c.req.Messages {
+		switch m.Role {
 		case "user":
-			if t := text(mm["content"]); !strings.HasPrefix(t, "<<<BEGIN_") {
+			if t := text(m.content()); !strings.HasPrefix(t, "<<<BEGIN_") {
 				lastUser, toolResult = t, nil
 			}
 		case "tool":
-			t := text(mm["content"])
+			t := text(m.content())
 			toolResult = &t
 		}
 	}
 	p := s.decide(lastUser, toolResult)
-	if s.Respond != nil {
-		if text, ok := s.Respond(body); ok {
-			p.text = text
-		}
-	}
+	s.respond(c, &p)
 	if !s.sleep(r, p.delay) {
 		return
 	}
@@ -283,16 +383,13 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if mb := bigMB(lastUser); mb > 0 {
-		stream, _ := body["stream"].(bool)
-		s.openaiBig(w, r, mb, stream)
+		s.openaiBig(w, r, mb, c.req.Stream)
 		return
 	}
-	model, _ := body["model"].(string)
+	model := c.req.Model
 	id := "chatcmpl-fake"
-	if stream, _ := body["stream"].(bool); stream {
-		so, _ := body["stream_options"].(map[string]any)
-		usage, _ := so["include_usage"].(bool)
-		s.openaiStream(w, r, id, model, p, usage)
+	if c.req.Stream {
+		s.openaiStream(w, r, id, model, p, c.req.StreamOptions.IncludeUsage)
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": p.text}
@@ -357,7 +454,7 @@ func (s *Server) openaiStream(w http.ResponseWriter, r *http.Request, id, model 
 // ---- Anthropic ----
 
 func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.record(r)
+	c, ok := s.record(r)
 	if ok && !s.held(r) {
 		return
 	}
@@ -365,15 +462,14 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": "bad json"}})
 		return
 	}
-	msgs, _ := body["messages"].([]any)
 	var lastUser string
 	var toolResult *string
-	for _, m := range msgs {
-		mm, _ := m.(map[string]any)
-		if mm["role"] != "user" {
+	for _, m := range c.req.Messages {
+		if m.Role != "user" {
 			continue
 		}
-		if parts, ok := mm["content"].([]any); ok {
+		content := m.content()
+		if parts, ok := content.([]any); ok {
 			for _, part := range parts {
 				pm, _ := part.(map[string]any)
 				if pm["type"] == "tool_result" {
@@ -382,18 +478,14 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		if t := text(mm["content"]); t != "" && !strings.HasPrefix(t, "<<<BEGIN_") {
+		if t := text(content); t != "" && !strings.HasPrefix(t, "<<<BEGIN_") {
 			if toolResult == nil || !strings.Contains(t, *toolResult) {
 				lastUser, toolResult = t, nil
 			}
 		}
 	}
 	p := s.decide(lastUser, toolResult)
-	if s.Respond != nil {
-		if text, ok := s.Respond(body); ok {
-			p.text = text
-		}
-	}
+	s.respond(c, &p)
 	if !s.sleep(r, p.delay) {
 		return
 	}
@@ -416,8 +508,8 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, p.status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": fmt.Sprintf("fake upstream error %d", p.status)}})
 		return
 	}
-	model, _ := body["model"].(string)
-	if stream, _ := body["stream"].(bool); stream {
+	model := c.req.Model
+	if c.req.Stream {
 		s.anthropicStream(w, r, model, p)
 		return
 	}

@@ -2,7 +2,12 @@
 // encoding/json would, for the hot paths that build JSON without it.
 package jsonstr
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf8"
+	"unsafe"
+)
 
 // Append appends s as a JSON string without HTML escaping, byte
 // for byte as encoding/json's Encoder with SetEscapeHTML(false) writes it
@@ -17,8 +22,21 @@ func Append(dst []byte, s string) []byte {
 // AppendBody is Append without the quotes.
 func AppendBody(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time up to the next one that needs a look:
+		// blocks and prompts are mostly plain ASCII.
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
@@ -63,4 +81,20 @@ func AppendBody(dst []byte, s string) []byte {
 		i += size
 	}
 	return append(dst, s[start:]...)
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// special marks (high bit of each byte) the bytes of the little-endian
+// word w that JSON does not write as is or that start a UTF-8 sequence:
+// non-ASCII, below 0x20, '"' and '\\'. Taking 0x20 from every byte
+// borrows into the high bit of a byte below it, and taking 1 after the
+// XOR into that of a byte equal to '"' or '\\'. A borrow can mark a byte
+// above a marked one falsely, never one below: the lowest mark is exact,
+// and it is the only one used.
+func special(w uint64) uint64 {
+	return (w | (w - 0x20*lsb) | ((w ^ '"'*lsb) - lsb) | ((w ^ '\\'*lsb) - lsb)) & msb
 }
