@@ -8,6 +8,11 @@
 #                  against them (e.g. run.sh run -run TestOpenClawThroughTheProxy)
 #   run.sh         both
 #
+# Debugging: METACLAW_E2E_OPENCLAW_LOG_LEVEL=debug gives OpenClaw's processes
+# OPENCLAW_LOG_LEVEL (its file log is /tmp/openclaw/openclaw-<date>.log);
+# METACLAW_E2E_KEEP=1 keeps each test's world (with gateway.log) even when
+# it passes.
+#
 # Nothing is installed into the repository. Cache dir: $METACLAW_E2E_CACHE
 # (default ~/.cache/metaclaw-e2e). Every step is bounded by a timeout.
 set -euo pipefail

@@ -67,7 +67,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(func() {
 		w.stopGateway()
 		w.mc(2*time.Minute, "stop")
-		if !t.Failed() {
+		if !t.Failed() && os.Getenv("METACLAW_E2E_KEEP") == "" {
 			os.RemoveAll(dir)
 		} else {
 			t.Logf("kept %s for inspection", dir)
@@ -89,6 +89,9 @@ func (w *world) env(metaclaw bool) []string {
 	path := w.nodeDir + ":/usr/bin:/bin"
 	e := []string{"PATH=" + path, "HOME=" + w.home, "OPENCLAW_STATE_DIR=" + w.state, "OPENCLAW_CONFIG_PATH=" + w.cfg,
 		"TMPDIR=" + filepath.Join(w.dir, "tmp"), "NO_COLOR=1", "OPENCLAW_GATEWAY_TOKEN=" + w.gwToken, "OPENCLAW_GATEWAY_PORT=" + w.gwPort}
+	if l := os.Getenv("METACLAW_E2E_OPENCLAW_LOG_LEVEL"); l != "" && !metaclaw {
+		e = append(e, "OPENCLAW_LOG_LEVEL="+l)
+	}
 	if metaclaw {
 		// No openclaw on PATH: wire notes the restart instead of asking a
 		// gateway that is not running yet to restart.
@@ -333,6 +336,38 @@ func (w *world) gatewayLog() string {
 	return "gateway: " + tail(w.gwOut.String(), 4000)
 }
 
+// stopGateway sends SIGTERM and waits for the gateway to exit.
+//
+// OpenClaw drains its active work before it stops, up to its own stop
+// budget (its log: "policy=330000ms"; drain 315 s + 10 s reserve,
+// gateway-shutdown-budget.mjs), and one of its own cron runs can hold it
+// there however fast MetaClaw and the model answer. The heartbeat
+// (cron job heartbeat-<agent>, every 30 m at a phase drawn from the device
+// id) turns every "New session created" system event into a model turn on
+// agent:main:main. A tick that finds a user turn in flight is skipped
+// ("requests-in-flight") and retried after SESSION_EVENT_IDLE_RETRY_MS =
+// 60 s, and the cron run keeps waiting for it (dist/service-*.mjs
+// executeJobCore → requestHeartbeatAndWait; dist/heartbeat-wake-*.mjs
+// retry()). The stop drain waits for every active cron run
+// (dist/gateway-active-work-*.mjs getCronRuns; dist/run-*.mjs
+// drainGatewayActiveWork). So:
+//   - SIGTERM during the heartbeat's own turn (admitted before SIGTERM):
+//     stop waits for the rest of that turn (seen: 60–100 s on a loaded
+//     machine);
+//   - SIGTERM while the retry is pending: SIGTERM also sets OpenClaw's
+//     one-way drain fence (markRestartDraining("stop (SIGTERM)"), "[admission]
+//     closed: stop (SIGTERM)"), the retry's admission throws
+//     GatewayDrainingError (dist/gateway-work-admission-*.mjs
+//     runWithGatewayNewRootWorkAdmission), dispatch() retries it every
+//     second and never settles the cron run's waiter: stop takes the whole
+//     budget ("active-work drain timeout reached ... cronRuns=1", then
+//     "shutdown deadline reached"; reproduced by hand with heartbeat.every
+//     1m, 330 s).
+//
+// MetaClaw is not in that wait: its hooks are bounded (2 s, agent_end 5 s)
+// and the heartbeat's model call goes straight to the model. So the test
+// waits past OpenClaw's budget before it calls the stop a failure, and says
+// what it waited for.
 func (w *world) stopGateway() {
 	if w.gateway == nil {
 		return
@@ -340,20 +375,21 @@ func (w *world) stopGateway() {
 	gw := w.gateway
 	w.gateway = nil
 	gw.Process.Signal(syscall.SIGTERM)
+	sigterm := time.Now()
+	defer func() {
+		// Kept with the world when a test fails (or METACLAW_E2E_KEEP is set).
+		os.WriteFile(filepath.Join(w.dir, "gateway.log"), w.gwOut.Bytes(), 0o600)
+	}()
 	select {
 	case err := <-w.gwExited:
-		w.t.Logf("gateway exited: %v", err)
+		w.t.Logf("gateway exited %v after SIGTERM: %v", time.Since(sigterm).Round(time.Millisecond), err)
 		return
 	case <-time.After(60 * time.Second):
 	}
-	// OpenClaw drains its active work before it stops, up to its own stop
-	// policy (its log: "policy=330000ms"): a run of its heartbeat cron
-	// that started beside the test's turns has been seen to keep it there.
-	// Say so, and fail only past the client's own budget.
-	w.t.Logf("gateway still draining 60s after SIGTERM; waiting for its own stop budget\n%s", w.gatewayLog())
+	w.t.Logf("gateway still draining 60s after SIGTERM (an OpenClaw heartbeat cron run, see stopGateway); waiting for its own 330s stop budget\n%s", w.gatewayLog())
 	select {
 	case err := <-w.gwExited:
-		w.t.Logf("gateway exited: %v", err)
+		w.t.Logf("gateway exited %v after SIGTERM: %v", time.Since(sigterm).Round(time.Millisecond), err)
 	case <-time.After(300 * time.Second):
 		gw.Process.Kill()
 		<-w.gwExited
