@@ -68,7 +68,19 @@ func skillNames(block string) []string {
 }
 
 // since returns the requests the upstream got from index n on.
-func (w *world) since(n int) []upRequest { return w.up.requests()[n:] }
+// since is the model requests after the n-th, less OpenClaw's own
+// heartbeat turns: a heartbeat tick (see stopGateway) can run a model turn
+// on agent:main:main between the test's turns, and the test's checks are
+// about the turns it sent.
+func (w *world) since(n int) []upRequest {
+	var out []upRequest
+	for _, r := range w.up.requests()[n:] {
+		if !r.heartbeat() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // TestOpenClawWithThePlugin is the new user's path: `metaclaw wire openclaw`
 // with its defaults (the plugin), OpenClaw's default plugins left on, real

@@ -97,6 +97,30 @@ func (r upRequest) userTexts() []string {
 	return out
 }
 
+// heartbeatPrompts open the user message of OpenClaw's heartbeat turns
+// (HEARTBEAT_CONTEXT_PROMPT and the older default prompt in OpenClaw's
+// dist); the system prompt quotes them too, so only the last user message
+// tells.
+var heartbeatPrompts = []string{
+	"Follow the heartbeat monitor scratch context when provided.",
+	"Read HEARTBEAT.md if it exists",
+}
+
+// heartbeat reports whether the request is OpenClaw's own heartbeat turn.
+func (r upRequest) heartbeat() bool {
+	us := r.userTexts()
+	if len(us) == 0 {
+		return false
+	}
+	last := us[len(us)-1]
+	for _, p := range heartbeatPrompts {
+		if strings.Contains(last, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // has reports whether a user message contains s.
 func (r upRequest) has(s string) bool {
 	for _, t := range r.userTexts() {
