@@ -15,6 +15,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
@@ -267,7 +268,7 @@ func readCursor(ctx context.Context, q queryer, session string) (cursor, error) 
 
 // advance moves a session's cursor (never backwards) and the floor below
 // which no turn is pending.
-func advance(ctx context.Context, tx *sql.Tx, turns store.TurnLog, session string, last, summarized int64, side bool) error {
+func advance(ctx context.Context, tx *sqlconn.Tx, turns store.TurnLog, session string, last, summarized int64, side bool) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_cursors (session_id, last_turn_id, summarized_turn_id, updated_at) VALUES (?, ?, ?, ?)
 ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.last_turn_id),
     summarized_turn_id = MAX(summarized_turn_id, excluded.summarized_turn_id), updated_at = excluded.updated_at`,
@@ -401,10 +402,10 @@ func (in *Ingester) send(ctx context.Context, b Batch, local bool, session strin
 		b.yield = in.yield
 	}
 	if local {
-		b.before = func(ctx context.Context, tx *sql.Tx) error {
+		b.before = func(ctx context.Context, tx *sqlconn.Tx) error {
 			return withdraw(ctx, tx, session, last, in.mem.o.Extractor.Name(), in.mem.now())
 		}
-		b.after = func(ctx context.Context, tx *sql.Tx) error {
+		b.after = func(ctx context.Context, tx *sqlconn.Tx) error {
 			if in.testHookInTx != nil {
 				in.testHookInTx()
 			}
@@ -419,7 +420,7 @@ func (in *Ingester) send(ctx context.Context, b Batch, local bool, session strin
 			return res, err
 		}
 	}
-	return res, in.mem.writeTx(ctx, func(tx *sql.Tx) error {
+	return res, in.mem.writeTx(ctx, func(tx *sqlconn.Tx) error {
 		return advance(ctx, tx, in.st, session, last, summarized, in.side)
 	})
 }
