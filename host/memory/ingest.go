@@ -321,21 +321,47 @@ func (s *Store) commitBatch(ctx context.Context, tx *sqlconn.Tx, b *Batch, p *in
 }
 
 // recordSources marks the fresh turns as mined and returns those another
-// writer mined meanwhile (counted as skipped). A provisional pass leaves
-// the turns to the real extraction.
+// writer mined meanwhile (counted as skipped), in one statement per up to
+// 400 turns (RETURNING names the rows it inserted). A provisional pass
+// leaves the turns to the real extraction.
 func (s *Store) recordSources(ctx context.Context, tx *sqlconn.Tx, b *Batch, p *ingestPlan, res *IngestResult) (map[int]bool, error) {
 	skip := map[int]bool{}
+	if b.provisional != nil {
+		return skip, nil
+	}
+	var idx []int // of the fresh turns with a source
 	for i, t := range p.fresh {
-		if t.Source == "" || b.provisional != nil {
-			continue
+		if t.Source != "" {
+			idx = append(idx, i)
 		}
-		r, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO memory_sources (source, at) VALUES (?, ?)`, t.Source, ms(p.now))
+	}
+	for len(idx) > 0 {
+		part := idx[:min(len(idx), 400)]
+		idx = idx[len(part):]
+		args := make([]any, 0, 2*len(part))
+		for _, i := range part {
+			args = append(args, p.fresh[i].Source, ms(p.now))
+		}
+		rows, err := tx.QueryContext(ctx, `INSERT OR IGNORE INTO memory_sources (source, at) VALUES (?, ?)`+
+			strings.Repeat(", (?, ?)", len(part)-1)+` RETURNING source`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("memory: sources: %w", err)
 		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			skip[i] = true // ingested concurrently
-			res.Skipped++
+		inserted, err := scanStrings(rows)
+		if err != nil {
+			return nil, fmt.Errorf("memory: sources: %w", err)
+		}
+		added := make(map[string]bool, len(inserted))
+		for _, src := range inserted {
+			added[src] = true
+		}
+		for _, i := range part {
+			if src := p.fresh[i].Source; !added[src] {
+				skip[i] = true // ingested concurrently (or twice in this batch)
+				res.Skipped++
+			} else {
+				delete(added, src) // a repeat later in the batch is a duplicate
+			}
 		}
 	}
 	return skip, nil

@@ -285,7 +285,10 @@ ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.
 	}
 	next := first - 1
 	if !ok {
-		if next, err = turns.LastTurnID(ctx); err != nil {
+		// On the read pool, without ctx's cancellation (a watcher goroutine
+		// otherwise): no commit can come between, the transaction holds the
+		// write lock.
+		if next, err = turns.LastTurnID(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("memory: floor: %w", err)
 		}
 	}
@@ -295,17 +298,16 @@ ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.
 	return nil
 }
 
-// pendingFloor is the turn id below which nothing is pending.
+// pendingFloor is the turn id below which nothing is pending: the larger
+// of the baseline and the floor, read in one statement (advance runs it in
+// every ingest transaction).
 func pendingFloor(ctx context.Context, q queryer) (int64, error) {
-	b, err := metaInt(ctx, q, "baseline_turn_id")
+	var floor int64
+	err := q.QueryRowContext(ctx, `SELECT IFNULL(MAX(CAST(value AS INTEGER)), 0) FROM memory_meta WHERE key IN ('baseline_turn_id', 'floor_turn_id')`).Scan(&floor)
 	if err != nil {
 		return 0, fmt.Errorf("memory: floor: %w", err)
 	}
-	f, err := metaInt(ctx, q, "floor_turn_id")
-	if err != nil {
-		return 0, fmt.Errorf("memory: floor: %w", err)
-	}
-	return max(b, f), nil
+	return floor, nil
 }
 
 // Pending counts this ingester's pending turns.

@@ -131,8 +131,12 @@ JOIN memory_units u ON u.uid = c.uid`
 // foldInjections adds the log to the units' counts and empties it, in tx.
 // Units are not touched for the in-memory index: ranking does not read
 // their counts.
+//
+// OR FAIL: no constraint can fail (the two columns only grow), and an
+// UPDATE of many rows that might abort keeps a statement journal, a page
+// copy in a temporary file for every page it changes.
 func foldInjections(ctx context.Context, tx *sqlconn.Tx) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
+	if _, err := tx.ExecContext(ctx, `UPDATE OR FAIL memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
 FROM (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections GROUP BY unit) AS p
 WHERE memory_units.id = p.unit`); err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)

@@ -351,9 +351,13 @@ func generation(ctx context.Context, q queryer) (int64, error) {
 	return metaInt(ctx, q, "generation")
 }
 
-func bumpGeneration(ctx context.Context, x execer) error {
-	_, err := x.ExecContext(ctx, `UPDATE memory_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'`)
-	return err
+// bumpGeneration adds one to the generation and returns it (one
+// statement: every write transaction runs it).
+func bumpGeneration(ctx context.Context, q queryer) (int64, error) {
+	var gen int64
+	err := q.QueryRowContext(ctx, `UPDATE memory_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'
+RETURNING CAST(value AS INTEGER)`).Scan(&gen)
+	return gen, err
 }
 
 // writeTx runs fn in one write transaction and bumps the generation; the
@@ -379,10 +383,7 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sqlconn.Tx) error) erro
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
-	if err := bumpGeneration(qctx, tx); err != nil {
-		return fmt.Errorf("memory: %w", err)
-	}
-	gen, err := generation(qctx, tx)
+	gen, err := bumpGeneration(qctx, tx)
 	if err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
