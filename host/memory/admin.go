@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 )
 
 // NewUnit is a memory given directly (metaclaw memory add, POST /v1/memory/store).
@@ -75,7 +75,7 @@ func (s *Store) Add(ctx context.Context, n NewUnit) (Unit, string, error) {
 	}
 	vecs := s.embedUnits(ctx, []Unit{u})
 	var out, uid string
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *sqlconn.Tx) error {
 		var v []float32
 		if vecs != nil {
 			v = vecs[0]
@@ -236,7 +236,7 @@ func (s *Store) Edit(ctx context.Context, id string, p Patch) (Unit, error) {
 			vec = v[0]
 		}
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *sqlconn.Tx) error {
 		u, err := unitByUID(ctx, tx, id)
 		if err != nil {
 			return err
@@ -315,7 +315,7 @@ func (s *Store) Edit(ctx context.Context, id string, p Patch) (Unit, error) {
 func (s *Store) Forget(ctx context.Context, id, reason string) error {
 	id = strings.TrimPrefix(id, "memory:")
 	now := s.now()
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
+	return s.writeTx(ctx, func(tx *sqlconn.Tx) error {
 		u, err := unitByUID(ctx, tx, id)
 		if err != nil {
 			return err
@@ -499,7 +499,7 @@ func (im *importer) flush(ctx context.Context) error {
 	if len(im.batch) == 0 {
 		return nil
 	}
-	err := im.s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := im.s.writeTx(ctx, func(tx *sqlconn.Tx) error {
 		for i := range im.batch {
 			u := &im.batch[i]
 			exists, err := im.present(ctx, tx, u)
@@ -526,7 +526,7 @@ func (im *importer) flush(ctx context.Context) error {
 
 // present reports whether u is in the store already: same id, or (active)
 // same content in the same visibility, this import included.
-func (im *importer) present(ctx context.Context, tx *sql.Tx, u *Unit) (bool, error) {
+func (im *importer) present(ctx context.Context, tx *sqlconn.Tx, u *Unit) (bool, error) {
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM memory_units WHERE uid = ?`, u.ID).Scan(&n); err != nil || n > 0 {
 		return n > 0, err
@@ -550,7 +550,7 @@ func (im *importer) present(ctx context.Context, tx *sql.Tx, u *Unit) (bool, err
 }
 
 // visActiveContents reads the contents of a visibility's active units.
-func visActiveContents(ctx context.Context, tx *sql.Tx, vis string) (map[string]bool, error) {
+func visActiveContents(ctx context.Context, tx *sqlconn.Tx, vis string) (map[string]bool, error) {
 	set := map[string]bool{}
 	rows, err := tx.QueryContext(ctx, `SELECT content FROM memory_units WHERE vis = ? AND status = 'active'`, vis)
 	if err != nil {
@@ -627,7 +627,7 @@ func (s *Store) Stats(ctx context.Context, scope string) (Stats, error) {
 // one transaction: seeding benchmarks and large restores.
 func (s *Store) BulkInsert(ctx context.Context, units []Unit) error {
 	now := s.now()
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
+	return s.writeTx(ctx, func(tx *sqlconn.Tx) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO memory_units (uid, scope, agent, vis, type, content, subject, value, entities, tags,
     importance, confidence, mentions, status, origin, source_session, tokens, said_at, last_seen_at, created_at, updated_at, expires_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)

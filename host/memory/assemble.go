@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/asyncusage"
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/embed"
@@ -26,6 +27,10 @@ type AssembleOptions struct {
 	SidecarKey string
 	// FlushTimeout bounds the ingestion at shutdown (default 10 s).
 	FlushTimeout time.Duration
+
+	// embedUsage, when set, records the HTTP embedder's usage in place of
+	// the store (Assemble's asyncusage.Recorder).
+	embedUsage store.UsageRecorder
 }
 
 // Host is the memory layer assembled into a host.
@@ -37,6 +42,7 @@ type Host struct {
 	manual   bool
 	timeout  time.Duration
 	log      zerolog.Logger
+	usage    *asyncusage.Recorder // the embedder's usage, written off the request path
 }
 
 // Assemble builds the memory layer from the config and registers it on the core:
@@ -50,6 +56,26 @@ func Assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core,
 			WriteError(w, http.StatusServiceUnavailable, "memory is disabled on this host (memory.enabled: false)")
 		}}}}, nil
 	}
+	var usage *asyncusage.Recorder
+	if m.UseEmbeddings && o.Embedder == nil {
+		// Queries are embedded on the request path: their usage is
+		// recorded from a background goroutine, never written there.
+		usage = asyncusage.New(st)
+		o.embedUsage = usage
+	}
+	h, err := assemble(ctx, cfg, st, c, log, o)
+	if err != nil {
+		if usage != nil {
+			usage.Close()
+		}
+		return nil, err
+	}
+	h.usage = usage
+	return h, nil
+}
+
+func assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
+	m := cfg.Memory
 	opts := OptionsFromConfig(cfg, st, log, o)
 	s := Open(st, opts)
 	if _, err := s.HostID(ctx); err != nil {
@@ -132,7 +158,11 @@ func OptionsFromConfig(cfg *config.Config, st store.UsageRecorder, log zerolog.L
 	case o.Embedder != nil:
 		opts.Embedder = o.Embedder
 	case m.UseEmbeddings && cfg.LLM.APIBase != "":
-		opts.Embedder = &embed.HTTP{Base: cfg.LLM.APIBase, Key: cfg.LLM.APIKey, Model: m.EmbeddingModel, Purpose: "embedder", Usage: st}
+		var usage store.UsageRecorder = st
+		if o.embedUsage != nil {
+			usage = o.embedUsage
+		}
+		opts.Embedder = &embed.HTTP{Base: cfg.LLM.APIBase, Key: cfg.LLM.APIKey, Model: m.EmbeddingModel, Purpose: "embedder", Usage: usage}
 	}
 	if opts.Embedder != nil && opts.Mode == "keyword" {
 		opts.Mode = "hybrid" // embeddings were asked for: use them
@@ -164,6 +194,9 @@ func NewLocalIngester(cfg *config.Config, st Storage, s *Store, o AssembleOption
 func (h *Host) Close() error {
 	if h.Store != nil {
 		defer h.Store.StopIndex()
+	}
+	if h.usage != nil {
+		defer h.usage.Close() // after the last ingestion's embeddings
 	}
 	if h.Ingester == nil || h.manual {
 		return nil

@@ -2,11 +2,12 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 )
 
 // Boilerplate is a sentence that recurs verbatim across many of a user's
@@ -151,7 +152,7 @@ type boilerplateSentence struct {
 
 // retractBoilerplate supersedes the units learned from a sentence now known
 // to be boilerplate (what the heuristic reads in it, word for word).
-func (s *Store) retractBoilerplate(ctx context.Context, tx *sql.Tx, b boilerplateSentence, now time.Time) error {
+func (s *Store) retractBoilerplate(ctx context.Context, tx *sqlconn.Tx, b boilerplateSentence, now time.Time) error {
 	for _, c := range ExtractText(b.text) {
 		u := Unit{Scope: b.scope, Content: normalizeContent(c.Content)}
 		if c.Type == Episodic {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 )
 
 // Consolidation: each new unit is compared, in its scope and agent, with
@@ -28,7 +29,7 @@ import (
 //
 // batch maps the units already written by this batch to the message each
 // came from: two statements of one message are never one rule.
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, u *Unit, vec []float32, now time.Time, batch map[string]string) (string, string, error) {
+func (s *Store) apply(ctx context.Context, tx *sqlconn.Tx, u *Unit, vec []float32, now time.Time, batch map[string]string) (string, string, error) {
 	u.vis = visToken(u.Scope, u.Agent)
 	consolidate := !s.o.NoConsolidate
 	var conflicts []Unit
@@ -171,7 +172,7 @@ func correctionTarget(u *Unit, similar []Unit) *Unit {
 
 // similarUnits are the active units of u's visibility that share the most
 // terms with it (bm25 over its rarest terms).
-func similarUnits(ctx context.Context, tx *sql.Tx, u *Unit) ([]Unit, error) {
+func similarUnits(ctx context.Context, tx *sqlconn.Tx, u *Unit) ([]Unit, error) {
 	terms := distinct(Terms(u.Content))
 	if len(terms) == 0 {
 		return nil, nil
@@ -236,7 +237,7 @@ func similarUnits(ctx context.Context, tx *sql.Tx, u *Unit) ([]Unit, error) {
 // reinforce merges a repeated statement (or a paraphrase) into the
 // existing unit: one more mention, the better wording kept (every wording
 // stays in the audit history), a rule stated as a preference stays one.
-func (s *Store) reinforce(ctx context.Context, tx *sql.Tx, o, u *Unit, vec []float32, now time.Time) error {
+func (s *Store) reinforce(ctx context.Context, tx *sqlconn.Tx, o, u *Unit, vec []float32, now time.Time) error {
 	content := o.Content
 	if betterWording(o.Content, u.Content) {
 		content = u.Content
@@ -294,7 +295,7 @@ func (s *Store) reinforce(ctx context.Context, tx *sql.Tx, o, u *Unit, vec []flo
 
 // cosines reads the embeddings of the similar units and returns their
 // cosine with vec.
-func cosines(ctx context.Context, tx *sql.Tx, similar []Unit, vec []float32) (map[int64]float64, error) {
+func cosines(ctx context.Context, tx *sqlconn.Tx, similar []Unit, vec []float32) (map[int64]float64, error) {
 	out := map[int64]float64{}
 	for _, o := range similar {
 		var b []byte
@@ -314,7 +315,7 @@ func cosines(ctx context.Context, tx *sql.Tx, similar []Unit, vec []float32) (ma
 // maxSummaries is how many session summaries stay active per agent and scope.
 const maxSummaries = 3
 
-func capSummaries(ctx context.Context, tx *sql.Tx, u *Unit, now time.Time) error {
+func capSummaries(ctx context.Context, tx *sqlconn.Tx, u *Unit, now time.Time) error {
 	rows, err := tx.QueryContext(ctx, `SELECT `+unitCols+` FROM memory_units WHERE vis = ? AND type = 'working_summary' AND status = 'active'
 ORDER BY said_at DESC, id DESC LIMIT -1 OFFSET ?`, u.vis, maxSummaries)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 )
 
 const unitCols = `id, uid, scope, agent, vis, type, content, subject, value, entities, tags, importance, confidence,
@@ -92,7 +93,7 @@ func renderLine(u *Unit) string {
 }
 
 // insertUnit writes a new unit (and indexes it when active).
-func insertUnit(ctx context.Context, tx *sql.Tx, u *Unit, emb []float32) error {
+func insertUnit(ctx context.Context, tx *sqlconn.Tx, u *Unit, emb []float32) error {
 	if u.ID == "" {
 		u.ID = newUID()
 	}
@@ -156,7 +157,7 @@ func ftsTokens(vis string, terms []string) []string {
 }
 
 // index adds a unit to the FTS index and the document frequencies.
-func index(ctx context.Context, tx *sql.Tx, rowid int64, vis string, terms []string) error {
+func index(ctx context.Context, tx *sqlconn.Tx, rowid int64, vis string, terms []string) error {
 	touch(tx, rowid)
 	toks := ftsTokens(vis, terms)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, terms, vis) VALUES (?, ?, ?)`, rowid, strings.Join(toks, " "), vis); err != nil {
@@ -166,7 +167,7 @@ func index(ctx context.Context, tx *sql.Tx, rowid int64, vis string, terms []str
 }
 
 // unindex removes a unit from the FTS index (no-op when it is not there).
-func unindex(ctx context.Context, tx *sql.Tx, rowid int64) error {
+func unindex(ctx context.Context, tx *sqlconn.Tx, rowid int64) error {
 	touch(tx, rowid)
 	var terms, vis string
 	err := tx.QueryRowContext(ctx, `SELECT terms, vis FROM memory_fts WHERE rowid = ?`, rowid).Scan(&terms, &vis)
@@ -183,7 +184,7 @@ func unindex(ctx context.Context, tx *sql.Tx, rowid int64) error {
 }
 
 // adjustDF adds delta to the count of each key.
-func adjustDF(ctx context.Context, tx *sql.Tx, keys []string, delta int) error {
+func adjustDF(ctx context.Context, tx *sqlconn.Tx, keys []string, delta int) error {
 	st, err := tx.PrepareContext(ctx, `INSERT INTO memory_terms (term, df) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET df = df + excluded.df`)
 	if err != nil {
 		return fmt.Errorf("memory: terms: %w", err)
@@ -203,7 +204,7 @@ func adjustDF(ctx context.Context, tx *sql.Tx, keys []string, delta int) error {
 }
 
 // event appends an audit row.
-func event(ctx context.Context, tx *sql.Tx, uid, scope, action string, detail any, at time.Time) error {
+func event(ctx context.Context, tx *sqlconn.Tx, uid, scope, action string, detail any, at time.Time) error {
 	b := []byte("{}")
 	if detail != nil {
 		b, _ = json.Marshal(detail)
@@ -261,7 +262,7 @@ func unitsByRowids(ctx context.Context, q queryer, ids []int64) ([]Unit, error) 
 }
 
 // supersede marks old as replaced by newUID and drops it from the index.
-func supersede(ctx context.Context, tx *sql.Tx, old *Unit, newUID string, now time.Time, why string) error {
+func supersede(ctx context.Context, tx *sqlconn.Tx, old *Unit, newUID string, now time.Time, why string) error {
 	touch(tx, old.rowid)
 	if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ?`,
 		newUID, ms(now), old.rowid); err != nil {

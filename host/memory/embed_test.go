@@ -11,6 +11,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/embed"
+	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
 // conceptVector is a toy embedding: synonyms share a dimension, other words hash.
@@ -67,9 +68,14 @@ func TestEmbeddingsFindWhatWordsMiss(t *testing.T) {
 	if !strings.Contains(block, "garage B") || strings.Contains(block, "quarterly") {
 		t.Fatalf("block:\n%s", block)
 	}
-	usage, _ := h.Store.UsageByPurpose(ctx)
-	if usage["embedder"].Calls < 3 || calls < 3 {
-		t.Fatalf("embedder usage %+v (%d calls)", usage, calls)
+	// The embedder's usage is recorded off the request path (asyncusage),
+	// soon after.
+	testwait.For(t, "the embedder's usage recorded", func() bool {
+		usage, _ := h.Store.UsageByPurpose(ctx)
+		return usage["embedder"].Calls >= 3
+	})
+	if calls < 3 {
+		t.Fatalf("%d embedder calls", calls)
 	}
 	// Without embeddings the same question finds nothing (no shared word).
 	plain, _ := openStore(t, Options{})

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/route"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
@@ -592,7 +592,7 @@ func (a *API) bufferTurn(w http.ResponseWriter, r *http.Request) {
 	prompt, _ := Redact(textclip.Prefix(req.Turn.PromptText, maxTurnText))
 	resp, _ := Redact(textclip.Prefix(req.Turn.ResponseText, maxTurnText))
 	var n int
-	err := a.Store.writeTx(ctx, func(tx *sql.Tx) error {
+	err := a.Store.writeTx(ctx, func(tx *sqlconn.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO memory_buffer (session_id, scope, agent, prompt_text, response_text, at) VALUES (?, ?, ?, ?, ?, ?)`,
 			req.SessionID, a.Store.ScopeKey(scopeOf(r, req.ScopeID)), agentOf(r, req.Agent), prompt, resp, ms(time.Now())); err != nil {
 			return fmt.Errorf("memory: buffer: %w", err)
@@ -710,7 +710,7 @@ WHERE session_id = ? ORDER BY id LIMIT 5000`, session)
 		b.SummaryTurns = all
 	}
 	now := ms(time.Now())
-	b.after = func(ctx context.Context, tx *sql.Tx) error {
+	b.after = func(ctx context.Context, tx *sqlconn.Tx) error {
 		if final {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM memory_buffer WHERE session_id = ? AND id <= ?`, session, maxID); err != nil {
 				return err

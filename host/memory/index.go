@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/embed"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 )
 
 // The in-memory memory index: the request path ranks without SQLite.
@@ -94,7 +95,7 @@ type indexState struct {
 }
 
 // txTouched maps a write transaction to the rows it changed.
-var txTouched sync.Map // *sql.Tx → *touchSet
+var txTouched sync.Map // *sqlconn.Tx → *touchSet
 
 type touchSet struct {
 	mu   sync.Mutex
@@ -102,7 +103,7 @@ type touchSet struct {
 }
 
 // touch notes that a transaction changed a unit or its index row.
-func touch(tx *sql.Tx, rowid int64) {
+func touch(tx *sqlconn.Tx, rowid int64) {
 	if v, ok := txTouched.Load(tx); ok {
 		t := v.(*touchSet)
 		t.mu.Lock()
@@ -112,7 +113,7 @@ func touch(tx *sql.Tx, rowid int64) {
 }
 
 // touchUID is touch for a unit known by its public id.
-func touchUID(ctx context.Context, tx *sql.Tx, uid string) error {
+func touchUID(ctx context.Context, tx *sqlconn.Tx, uid string) error {
 	if _, ok := txTouched.Load(tx); !ok {
 		return nil
 	}

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"runtime"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/host/safety"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
@@ -28,10 +28,10 @@ type Batch struct {
 
 	// after runs inside the write transaction (cursor, buffer bookkeeping),
 	// so learning and its bookkeeping commit or roll back together.
-	after func(ctx context.Context, tx *sql.Tx) error
+	after func(ctx context.Context, tx *sqlconn.Tx) error
 	// before runs first inside the write transaction (withdrawing the
 	// provisional units of the turns this batch mines for real).
-	before func(ctx context.Context, tx *sql.Tx) error
+	before func(ctx context.Context, tx *sqlconn.Tx) error
 	// yield, when set, waits for a gap between the answers in flight
 	// (core.WaitForGap): learning's steps run beside requests, not
 	// inside them.
@@ -143,7 +143,7 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	}
 	p.vecs = s.embedUnits(ctx, p.units)
 	b.wait(ctx) // not inside the transaction: that would hold the writer
-	err = s.writeTx(ctx, func(tx *sql.Tx) error { return s.commitBatch(ctx, tx, &b, &p, &res) })
+	err = s.writeTx(ctx, func(tx *sqlconn.Tx) error { return s.commitBatch(ctx, tx, &b, &p, &res) })
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -276,7 +276,7 @@ func (s *Store) planSummary(ctx context.Context, b *Batch, p *ingestPlan, summar
 //
 // Its statements run without ctx's cancellation, checked between steps
 // instead (see countInjected).
-func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestPlan, res *IngestResult) error {
+func (s *Store) commitBatch(ctx context.Context, tx *sqlconn.Tx, b *Batch, p *ingestPlan, res *IngestResult) error {
 	qctx := context.WithoutCancel(ctx)
 	if b.before != nil {
 		if err := b.before(qctx, tx); err != nil {
@@ -321,21 +321,47 @@ func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b *Batch, p *ingest
 }
 
 // recordSources marks the fresh turns as mined and returns those another
-// writer mined meanwhile (counted as skipped). A provisional pass leaves
-// the turns to the real extraction.
-func (s *Store) recordSources(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestPlan, res *IngestResult) (map[int]bool, error) {
+// writer mined meanwhile (counted as skipped), in one statement per up to
+// 400 turns (RETURNING names the rows it inserted). A provisional pass
+// leaves the turns to the real extraction.
+func (s *Store) recordSources(ctx context.Context, tx *sqlconn.Tx, b *Batch, p *ingestPlan, res *IngestResult) (map[int]bool, error) {
 	skip := map[int]bool{}
+	if b.provisional != nil {
+		return skip, nil
+	}
+	var idx []int // of the fresh turns with a source
 	for i, t := range p.fresh {
-		if t.Source == "" || b.provisional != nil {
-			continue
+		if t.Source != "" {
+			idx = append(idx, i)
 		}
-		r, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO memory_sources (source, at) VALUES (?, ?)`, t.Source, ms(p.now))
+	}
+	for len(idx) > 0 {
+		part := idx[:min(len(idx), 400)]
+		idx = idx[len(part):]
+		args := make([]any, 0, 2*len(part))
+		for _, i := range part {
+			args = append(args, p.fresh[i].Source, ms(p.now))
+		}
+		rows, err := tx.QueryContext(ctx, `INSERT OR IGNORE INTO memory_sources (source, at) VALUES (?, ?)`+
+			strings.Repeat(", (?, ?)", len(part)-1)+` RETURNING source`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("memory: sources: %w", err)
 		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			skip[i] = true // ingested concurrently
-			res.Skipped++
+		inserted, err := scanStrings(rows)
+		if err != nil {
+			return nil, fmt.Errorf("memory: sources: %w", err)
+		}
+		added := make(map[string]bool, len(inserted))
+		for _, src := range inserted {
+			added[src] = true
+		}
+		for _, i := range part {
+			if src := p.fresh[i].Source; !added[src] {
+				skip[i] = true // ingested concurrently (or twice in this batch)
+				res.Skipped++
+			} else {
+				delete(added, src) // a repeat later in the batch is a duplicate
+			}
 		}
 	}
 	return skip, nil
@@ -343,7 +369,7 @@ func (s *Store) recordSources(ctx context.Context, tx *sql.Tx, b *Batch, p *inge
 
 // applyUnits consolidates each planned unit (but those of skipped turns)
 // into the store, counting the outcomes.
-func (s *Store) applyUnits(ctx context.Context, tx *sql.Tx, b *Batch, p *ingestPlan, skip map[int]bool, res *IngestResult) error {
+func (s *Store) applyUnits(ctx context.Context, tx *sqlconn.Tx, b *Batch, p *ingestPlan, skip map[int]bool, res *IngestResult) error {
 	batch := map[string]string{}
 	for i := range p.units {
 		if ti := p.unitTurn[i]; ti >= 0 && skip[ti] {

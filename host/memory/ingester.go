@@ -15,6 +15,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
 
@@ -267,7 +268,7 @@ func readCursor(ctx context.Context, q queryer, session string) (cursor, error) 
 
 // advance moves a session's cursor (never backwards) and the floor below
 // which no turn is pending.
-func advance(ctx context.Context, tx *sql.Tx, turns store.TurnLog, session string, last, summarized int64, side bool) error {
+func advance(ctx context.Context, tx *sqlconn.Tx, turns store.TurnLog, session string, last, summarized int64, side bool) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_cursors (session_id, last_turn_id, summarized_turn_id, updated_at) VALUES (?, ?, ?, ?)
 ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.last_turn_id),
     summarized_turn_id = MAX(summarized_turn_id, excluded.summarized_turn_id), updated_at = excluded.updated_at`,
@@ -284,7 +285,10 @@ ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.
 	}
 	next := first - 1
 	if !ok {
-		if next, err = turns.LastTurnID(ctx); err != nil {
+		// On the read pool, without ctx's cancellation (a watcher goroutine
+		// otherwise): no commit can come between, the transaction holds the
+		// write lock.
+		if next, err = turns.LastTurnID(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("memory: floor: %w", err)
 		}
 	}
@@ -294,17 +298,16 @@ ON CONFLICT(session_id) DO UPDATE SET last_turn_id = MAX(last_turn_id, excluded.
 	return nil
 }
 
-// pendingFloor is the turn id below which nothing is pending.
+// pendingFloor is the turn id below which nothing is pending: the larger
+// of the baseline and the floor, read in one statement (advance runs it in
+// every ingest transaction).
 func pendingFloor(ctx context.Context, q queryer) (int64, error) {
-	b, err := metaInt(ctx, q, "baseline_turn_id")
+	var floor int64
+	err := q.QueryRowContext(ctx, `SELECT IFNULL(MAX(CAST(value AS INTEGER)), 0) FROM memory_meta WHERE key IN ('baseline_turn_id', 'floor_turn_id')`).Scan(&floor)
 	if err != nil {
 		return 0, fmt.Errorf("memory: floor: %w", err)
 	}
-	f, err := metaInt(ctx, q, "floor_turn_id")
-	if err != nil {
-		return 0, fmt.Errorf("memory: floor: %w", err)
-	}
-	return max(b, f), nil
+	return floor, nil
 }
 
 // Pending counts this ingester's pending turns.
@@ -401,10 +404,10 @@ func (in *Ingester) send(ctx context.Context, b Batch, local bool, session strin
 		b.yield = in.yield
 	}
 	if local {
-		b.before = func(ctx context.Context, tx *sql.Tx) error {
+		b.before = func(ctx context.Context, tx *sqlconn.Tx) error {
 			return withdraw(ctx, tx, session, last, in.mem.o.Extractor.Name(), in.mem.now())
 		}
-		b.after = func(ctx context.Context, tx *sql.Tx) error {
+		b.after = func(ctx context.Context, tx *sqlconn.Tx) error {
 			if in.testHookInTx != nil {
 				in.testHookInTx()
 			}
@@ -419,7 +422,7 @@ func (in *Ingester) send(ctx context.Context, b Batch, local bool, session strin
 			return res, err
 		}
 	}
-	return res, in.mem.writeTx(ctx, func(tx *sql.Tx) error {
+	return res, in.mem.writeTx(ctx, func(tx *sqlconn.Tx) error {
 		return advance(ctx, tx, in.st, session, last, summarized, in.side)
 	})
 }

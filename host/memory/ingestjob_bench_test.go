@@ -41,7 +41,7 @@ func BenchmarkIngestJob(b *testing.B) {
 	sys := strings.Repeat("You are a coding agent working in the user's repository. Follow the workspace rules and keep answers short. ", 56)[:6000]
 	c := newCorpus(5)
 	payload, _ := json.Marshal(IngestJob{SessionID: "job"})
-	frames, cpu, spawned := 0, int64(0), uint64(0)
+	frames, cpu, spawned, looked := 0, int64(0), uint64(0), int64(0)
 	runtime.LockOSThread() // the SQLite driver runs on the caller's goroutine: this thread's CPU is the job's
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
@@ -72,6 +72,7 @@ func BenchmarkIngestJob(b *testing.B) {
 		}
 		walBefore := walFrames(b, st)
 		g0 := goroutinesCreated()
+		p0 := pagesLookedUp()
 		cpu0, _ := threadCPU()
 		b.StartTimer()
 		if err := in.HandleIngest(ctx, payload); err != nil {
@@ -79,6 +80,7 @@ func BenchmarkIngestJob(b *testing.B) {
 		}
 		b.StopTimer()
 		cpu1, _ := threadCPU()
+		looked += pagesLookedUp() - p0
 		cpu += cpu1 - cpu0
 		spawned += goroutinesCreated() - g0
 		frames += walFrames(b, st) - walBefore
@@ -87,6 +89,7 @@ func BenchmarkIngestJob(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(frames)/float64(b.N), "pages/op")
 	b.ReportMetric(float64(spawned)/float64(b.N), "goroutines/op")
+	b.ReportMetric(float64(looked)/float64(b.N), "pages-read/op")
 	if _, ok := threadCPU(); ok {
 		b.ReportMetric(float64(cpu)/1e3/float64(b.N), "cpu-µs/op")
 	}

@@ -2,12 +2,13 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 )
 
 // The injection log. Which units were injected into the turns a batch mines
@@ -68,7 +69,7 @@ func (in injections) add(ids []string, at time.Time) {
 // queued ahead of the proxy's request goroutines for the 2 Ps (a
 // runtime/trace of tools/proxybench -loaded-only showed them runnable
 // through the slowest 1% of requests).
-func countInjected(ctx context.Context, tx *sql.Tx, in injections, foldAt int) error {
+func countInjected(ctx context.Context, tx *sqlconn.Tx, in injections, foldAt int) error {
 	sctx := context.WithoutCancel(ctx)
 	uids := make([]string, 0, len(in))
 	for uid := range in {
@@ -130,8 +131,12 @@ JOIN memory_units u ON u.uid = c.uid`
 // foldInjections adds the log to the units' counts and empties it, in tx.
 // Units are not touched for the in-memory index: ranking does not read
 // their counts.
-func foldInjections(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
+//
+// OR FAIL: no constraint can fail (the two columns only grow), and an
+// UPDATE of many rows that might abort keeps a statement journal, a page
+// copy in a temporary file for every page it changes.
+func foldInjections(ctx context.Context, tx *sqlconn.Tx) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE OR FAIL memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
 FROM (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections GROUP BY unit) AS p
 WHERE memory_units.id = p.unit`); err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)

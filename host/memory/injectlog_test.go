@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 )
 
 // injectCount is what a unit's counts should read.
@@ -43,7 +43,7 @@ func foldedCount(t *testing.T, s *Store, uid string) int {
 // fold folds the log now, as an ingest reaching the bound does.
 func fold(t *testing.T, s *Store) {
 	t.Helper()
-	if err := s.writeTx(context.Background(), func(tx *sql.Tx) error { return foldInjections(context.Background(), tx) }); err != nil {
+	if err := s.writeTx(context.Background(), func(tx *sqlconn.Tx) error { return foldInjections(context.Background(), tx) }); err != nil {
 		t.Fatal(err)
 	}
 }

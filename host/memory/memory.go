@@ -37,6 +37,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/embed"
 	"github.com/metaclaw-go/metaclaw/host/store"
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 )
 
 // Type is a memory unit's kind.
@@ -350,22 +351,27 @@ func generation(ctx context.Context, q queryer) (int64, error) {
 	return metaInt(ctx, q, "generation")
 }
 
-func bumpGeneration(ctx context.Context, x execer) error {
-	_, err := x.ExecContext(ctx, `UPDATE memory_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'`)
-	return err
+// bumpGeneration adds one to the generation and returns it (one
+// statement: every write transaction runs it).
+func bumpGeneration(ctx context.Context, q queryer) (int64, error) {
+	var gen int64
+	err := q.QueryRowContext(ctx, `UPDATE memory_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'
+RETURNING CAST(value AS INTEGER)`).Scan(&gen)
+	return gen, err
 }
 
 // writeTx runs fn in one write transaction and bumps the generation; the
 // in-memory index (when it runs) is updated with the rows fn touched.
 //
-// Its own statements run without ctx's cancellation (checked before the
-// commit instead), like countInjected's: each cancellable statement costs
-// a watcher goroutine in the SQLite driver.
-func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// It runs on the writer's connection (sqlconn.Tx, not database/sql's Tx),
+// and no statement in it keeps ctx's cancellation (checked before the
+// commit instead): a Tx and each cancellable statement would cost a
+// watcher goroutine, woken beside the proxy's answers.
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sqlconn.Tx) error) error {
 	qctx := context.WithoutCancel(ctx)
-	tx, err := s.w.BeginTx(qctx, nil)
+	tx, err := sqlconn.Begin(qctx, s.w)
 	if err != nil {
-		return fmt.Errorf("memory: begin: %w", err)
+		return fmt.Errorf("memory: %w", err)
 	}
 	touched := &touchSet{rows: map[int64]bool{}}
 	txTouched.Store(tx, touched)
@@ -377,10 +383,7 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
-	if err := bumpGeneration(qctx, tx); err != nil {
-		return fmt.Errorf("memory: %w", err)
-	}
-	gen, err := generation(qctx, tx)
+	gen, err := bumpGeneration(qctx, tx)
 	if err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
@@ -393,7 +396,7 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	ix := s.idx.cur.Load()
 	if ix == nil {
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("memory: commit: %w", err)
+			return fmt.Errorf("memory: %w", err)
 		}
 		s.localGen.Add(1)
 		return nil
@@ -437,7 +440,7 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		ix.mu.Unlock()
 	}
 	if cerr != nil {
-		return fmt.Errorf("memory: commit: %w", cerr)
+		return fmt.Errorf("memory: %w", cerr)
 	}
 	if s.idx.building {
 		for id := range rows {

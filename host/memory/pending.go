@@ -48,12 +48,15 @@ func pendingRefs(ctx context.Context, q queryer, turns store.TurnLog, f store.Tu
 }
 
 // firstPending is the oldest turn after floor waiting for ingestion (ok
-// false: none). It reads the turns a page at a time: the floor sits just
-// below the oldest pending turn, so the first page almost always has it.
+// false: none), read through q (advance's transaction: its connection, not
+// the read pool's). The floor sits just below the oldest pending turn, so
+// the first turn after it is almost always pending still: it reads a few
+// turns and their sessions' cursors first, and pages of more only when
+// those were all ingested already (each page 8 times the last, up to 512).
 func firstPending(ctx context.Context, q queryer, turns store.TurnLog, floor int64, side bool) (id int64, ok bool, err error) {
-	const page = 512
-	for after := floor; ; {
-		refs, err := turns.LearnableTurns(ctx, store.TurnFilter{After: after, SideToo: side, Limit: page})
+	page := 8
+	for after := floor; ; page = min(page*8, 512) {
+		refs, err := turns.LearnableTurns(ctx, store.TurnFilter{After: after, SideToo: side, Limit: page, On: q})
 		if err != nil {
 			return 0, false, fmt.Errorf("memory: pending turns: %w", err)
 		}

@@ -2,11 +2,12 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 )
 
 // A provisional pass makes a new session see what the agent's earlier
@@ -66,7 +67,7 @@ func readJournal(ctx context.Context, q queryer, session string) ([]provEntry, e
 	return j, nil
 }
 
-func writeJournal(ctx context.Context, tx *sql.Tx, session string, j []provEntry) error {
+func writeJournal(ctx context.Context, tx *sqlconn.Tx, session string, j []provEntry) error {
 	if len(j) == 0 {
 		_, err := tx.ExecContext(ctx, `DELETE FROM memory_meta WHERE key = ?`, provKey(session))
 		return err
@@ -127,7 +128,7 @@ func (in *Ingester) provisionalWith(ctx context.Context, session string, ex Extr
 			}
 		}
 		start := from
-		b.after = func(ctx context.Context, tx *sql.Tx) error {
+		b.after = func(ctx context.Context, tx *sqlconn.Tx) error {
 			c, err := readCursor(ctx, tx, session)
 			if err != nil {
 				return err
@@ -160,7 +161,7 @@ func (in *Ingester) provisionalWith(ctx context.Context, session string, ex Extr
 
 // withdraw undoes the provisional passes over turns up to upTo of a session,
 // inside the transaction of the batch that mines them for real.
-func withdraw(ctx context.Context, tx *sql.Tx, session string, upTo int64, by string, now time.Time) error {
+func withdraw(ctx context.Context, tx *sqlconn.Tx, session string, upTo int64, by string, now time.Time) error {
 	j, err := readJournal(ctx, tx, session)
 	if err != nil || len(j) == 0 {
 		return err
@@ -205,7 +206,7 @@ func withdraw(ctx context.Context, tx *sql.Tx, session string, upTo int64, by st
 // withdrawUnit supersedes a provisional unit and brings back what it had
 // superseded. A unit that a real extraction reinforced since (more mentions
 // than the later passes account for) stays.
-func withdrawUnit(ctx context.Context, tx *sql.Tx, uid string, later int, by string, now time.Time) error {
+func withdrawUnit(ctx context.Context, tx *sqlconn.Tx, uid string, later int, by string, now time.Time) error {
 	u, err := unitByUID(ctx, tx, uid)
 	if errors.Is(err, ErrNotFound) {
 		return nil // forgotten meanwhile

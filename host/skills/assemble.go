@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metaclaw-go/metaclaw/host/asyncusage"
 	"github.com/metaclaw-go/metaclaw/host/config"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/embed"
@@ -88,7 +89,7 @@ func Assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core,
 	if emb == nil {
 		// Queries are embedded on the request path: their usage is
 		// recorded from a background goroutine, never written there.
-		usage := newAsyncUsage(st)
+		usage := asyncusage.New(st)
 		closers = append(closers, usage)
 		emb = EmbedderFor(cfg, usage)
 	}

@@ -21,6 +21,15 @@ type TurnFilter struct {
 	ExceptSession string
 	// Limit bounds the answer to the oldest Limit turns (0: all).
 	Limit int
+	// On, when set, runs LearnableTurns' read there (a write transaction
+	// memory holds) rather than on the read pool.
+	On Queryer
+}
+
+// Queryer is what LearnableTurns reads through: a connection, a pool or a
+// transaction.
+type Queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // conditions is f's WHERE clause over turns (columns prefixed with
@@ -57,7 +66,11 @@ func (s *SQLite) LearnableTurns(ctx context.Context, f TurnFilter) ([]TurnRef, e
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	var on Queryer = s.r
+	if f.On != nil {
+		on = f.On
+	}
+	rows, err := on.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("learnable turns: %w", err)
 	}
