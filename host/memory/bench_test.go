@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaclaw-go/metaclaw/host/skills/bank"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
@@ -230,6 +232,133 @@ func benchRetrieve(b *testing.B, n int, sqlite, learning bool) {
 	}
 }
 
+// benchAgentTurn is the request path as proxybench's loaded scenario drives
+// it (tools/proxybench, loaded.go): memories and questions made of the skill
+// bank's words, one new agent question per retrieval (never seen before, so
+// its terms are split afresh), the store's default limits.
+func benchAgentTurn(b *testing.B, n int) {
+	s := seededAgent(b, n)
+	sm := newBankSampler(7)
+	queries := make([]string, b.N+1)
+	for i := range queries {
+		queries[i] = "Can you help me " + sm.phrase(3) + " the " + sm.phrase(4) + " and make sure it handles " + sm.phrase(2) + "?"
+	}
+	ctx := context.Background()
+	if _, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[b.N]}); err != nil {
+		b.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0, cpuOK := threadCPU()
+	b.ReportAllocs()
+	b.ResetTimer()
+	empty := 0
+	for i := 0; i < b.N; i++ {
+		res, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[i : i+1], sectionOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Section.Body == "" {
+			empty++
+		}
+	}
+	b.StopTimer()
+	if cpu1, ok := threadCPU(); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/1e3/float64(b.N), "cpu-µs/op")
+	}
+	if empty == b.N {
+		b.Fatal("every retrieval came back empty")
+	}
+}
+
+// bankSampler draws the skill bank's words with proxybench's Zipf law.
+type bankSampler struct {
+	words []string
+	zipf  *rand.Zipf
+	r     *rand.Rand
+}
+
+func newBankSampler(seed int64) *bankSampler {
+	seen := map[string]bool{}
+	var words []string
+	for _, name := range bank.Names() {
+		raw, _ := fs.ReadFile(bank.FS(), name+"/SKILL.md")
+		for _, w := range strings.FieldsFunc(strings.ToLower(string(raw)), func(r rune) bool { return r < 'a' || r > 'z' }) {
+			if len(w) > 3 && !seen[w] {
+				seen[w] = true
+				words = append(words, w)
+			}
+		}
+	}
+	r := rand.New(rand.NewSource(seed))
+	return &bankSampler{words: words, zipf: rand.NewZipf(r, 1.07, 3, uint64(len(words)-1)), r: r}
+}
+
+func (s *bankSampler) phrase(n int) string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s.words[s.zipf.Uint64()]
+	}
+	return strings.Join(out, " ")
+}
+
+// seededAgent is a store seeded as proxybench seeds its loaded scenario.
+func seededAgent(b *testing.B, n int) *Store {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	key := fmt.Sprint(n, "agent")
+	if s, ok := benchStore[key]; ok {
+		return s
+	}
+	dir, err := os.MkdirTemp("", "memory-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDirs = append(benchDirs, dir)
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, store.DBFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := Open(st, Options{})
+	sm := newBankSampler(1)
+	now := time.Now()
+	for done := 0; done < n; {
+		batch := make([]Unit, 0, 2000)
+		for len(batch) < cap(batch) && done < n {
+			u := Unit{Scope: "user:bench", Importance: 0.4 + 0.55*sm.r.Float64(), Confidence: 0.6 + 0.35*sm.r.Float64(),
+				Mentions: 1 + sm.r.Intn(3), SaidAt: now.Add(-time.Duration(sm.r.Intn(200*24)) * time.Hour), Origin: "bench"}
+			switch p := sm.r.Intn(20); {
+			case p < 5:
+				u.Type, u.Content, u.Tags = Preference, "Always "+sm.phrase(3)+" before "+sm.phrase(2+sm.r.Intn(4))+".", []string{"rule"}
+				u.Subject, u.Value = "rule:"+sm.phrase(2), "+"
+			case p < 10:
+				u.Type, u.Content, u.Subject = Semantic, "The user's "+sm.phrase(1)+" is "+sm.phrase(2+sm.r.Intn(6))+".", "fact:my "+sm.phrase(1)
+			case p < 15:
+				u.Type, u.Content = ProjectState, "The team uses "+sm.phrase(2)+" for the "+sm.phrase(3+sm.r.Intn(6))+"."
+			case p < 19:
+				u.Type, u.Content = Episodic, "Today the team shipped "+sm.phrase(4+sm.r.Intn(8))+"."
+			default:
+				u.Type, u.Agent = WorkingSummary, "default"
+				u.Content = "Session of 6 exchanges. Began with: “" + sm.phrase(10) + "”. Ended with: “" + sm.phrase(10) + "”."
+			}
+			u.LastSeenAt = u.SaidAt
+			batch = append(batch, u)
+			done++
+		}
+		if err := s.BulkInsert(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Optimize(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.StartIndex(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	benchStore[key] = s
+	return s
+}
+
 // loadAverage is the one-minute load average (Linux).
 func loadAverage() (float64, bool) {
 	raw, err := os.ReadFile("/proc/loadavg")
@@ -244,6 +373,7 @@ func loadAverage() (float64, bool) {
 }
 
 func BenchmarkRetrieve10k(b *testing.B)               { benchRetrieve(b, 10_000, false, false) }
+func BenchmarkRetrieveAgentTurn10k(b *testing.B)      { benchAgentTurn(b, 10_000) }
 func BenchmarkRetrieve100k(b *testing.B)              { benchRetrieve(b, 100_000, false, false) }
 func BenchmarkRetrieveWhileLearning10k(b *testing.B)  { benchRetrieve(b, 10_000, false, true) }
 func BenchmarkRetrieveWhileLearning100k(b *testing.B) { benchRetrieve(b, 100_000, false, true) }
