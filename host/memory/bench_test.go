@@ -244,7 +244,7 @@ func benchAgentTurn(b *testing.B, n int) {
 		queries[i] = "Can you help me " + sm.phrase(3) + " the " + sm.phrase(4) + " and make sure it handles " + sm.phrase(2) + "?"
 	}
 	ctx := context.Background()
-	if _, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[b.N]}); err != nil {
+	if _, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[b.N:]}); err != nil {
 		b.Fatal(err)
 	}
 	runtime.LockOSThread()
