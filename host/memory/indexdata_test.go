@@ -319,7 +319,7 @@ func ids(us []*Unit) string {
 // term bitset as the table behind it, and order as better.
 func TestRequestPathShortcuts(t *testing.T) {
 	for _, text := range []string{"Let's PICK UP where we left off", "as BEFORE", "Where Were We?", "pic\u212A up the thread", "İ PİCK UP", "继续上次的工作",
-		"nothing here", "", "CONTINUE", "We Were Doing the report", "resuming", "Yesterday's notes", "where"} {
+		strings.Repeat("a long question about nothing in particular ", 20) + "then PREVIOUSLY", "nothing here", "", "CONTINUE", "We Were Doing the report", "resuming", "Yesterday's notes", "where"} {
 		lower := strings.ToLower(text)
 		want := false
 		for _, h := range continuityHints {
@@ -330,11 +330,6 @@ func TestRequestPathShortcuts(t *testing.T) {
 		}
 		if got := continuity(text); got != want {
 			t.Errorf("continuity(%q) = %v, lower-cased copy says %v", text, got, want)
-		}
-		for _, h := range continuityHints {
-			if isASCII(text) && containsLowerASCII(text, h) != strings.Contains(lower, h) {
-				t.Errorf("containsLowerASCII(%q, %q) differs", text, h)
-			}
 		}
 	}
 

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -269,30 +270,19 @@ func continuity(text string) bool {
 		}
 		return false
 	}
+	// One lower-cased copy (on the stack for a turn's question), then the
+	// library's vectorised search per hint.
+	var buf [512]byte
+	lower := buf[:0]
+	if len(text) > len(buf) {
+		lower = make([]byte, 0, len(text))
+	}
+	for i := 0; i < len(text); i++ {
+		lower = append(lower, lowerASCII(text[i]))
+	}
 	for _, h := range continuityHints {
-		if containsLowerASCII(text, h) {
+		if h[0] < 0x80 && bytes.Contains(lower, []byte(h)) {
 			return continuityCue.MatchString(text)
-		}
-	}
-	return false
-}
-
-// containsLowerASCII is strings.Contains(strings.ToLower(s), h) for an
-// ASCII s, without lower-casing a copy.
-func containsLowerASCII(s, h string) bool {
-	if len(h) == 0 {
-		return true
-	}
-	if h[0] >= 0x80 {
-		return false // an ASCII text holds no other letters
-	}
-	for i := 0; i+len(h) <= len(s); i++ {
-		j := 0
-		for j < len(h) && lowerASCII(s[i+j]) == h[j] {
-			j++
-		}
-		if j == len(h) {
-			return true
 		}
 	}
 	return false
