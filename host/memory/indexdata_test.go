@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -333,6 +334,31 @@ func TestRequestPathShortcuts(t *testing.T) {
 		}
 	}
 
+	// The signature bound rules out only pairs the exact test rules out.
+	r := rand.New(rand.NewSource(3))
+	for i := 0; i < 20000; i++ {
+		mk := func() *scored {
+			n := r.Intn(12)
+			seen := map[int32]bool{}
+			var ids []int32
+			for len(ids) < n {
+				if t := int32(r.Intn(24)) - 2; !seen[t] {
+					seen[t] = true
+					ids = append(ids, t)
+				}
+			}
+			return &scored{d: deriveTermIDs(ids)}
+		}
+		a, b := mk(), mk()
+		exact := sortedJaccard(a.d.sorted, b.d.sorted) >= 0.6
+		if got := nearDuplicate(a, b); got != exact {
+			t.Fatalf("nearDuplicate(%v, %v) = %v, Jaccard says %v", a.d.sorted, b.d.sorted, got, exact)
+		}
+		if inter := overlap(a.d.sorted, b.d.sorted); overlapBound(a.d, b.d) < inter {
+			t.Fatalf("bound %d below the overlap %d of %v and %v", overlapBound(a.d, b.d), inter, a.d.sorted, b.d.sorted)
+		}
+	}
+
 	var x expansion
 	for _, texts := range [][]string{
 		{"Which database should the migrations target?"},
@@ -383,4 +409,26 @@ func TestRequestPathShortcuts(t *testing.T) {
 			t.Errorf("order%v = %d, better says %d", c, got, want)
 		}
 	}
+}
+
+// deriveTermIDs is deriveUnit for a unit holding the given distinct term ids.
+func deriveTermIDs(ids []int32) *derived {
+	terms := make([]string, len(ids))
+	byTerm := map[string]int32{}
+	for i, id := range ids {
+		terms[i] = fmt.Sprintf("term%d", id+10)
+		byTerm[terms[i]] = id
+	}
+	return deriveUnit(&Unit{Content: strings.Join(terms, " ")}, func(t string) int32 { return byTerm[t] })
+}
+
+// overlap is |a∩b| of two sorted sets.
+func overlap(a, b []int32) int {
+	n := 0
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			n++
+		}
+	}
+	return n
 }

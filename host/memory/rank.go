@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"regexp"
 	"slices"
 	"sort"
@@ -65,6 +66,8 @@ type derived struct {
 	ents   []int32 // the term ids of each entity, each followed by entEnd
 	nEnts  int
 	line   string // the rendered bullet
+	sig    uint64 // a bit per term id (id mod 64): bounds overlaps (nearDuplicate)
+	sigN   int    // bits set in sig
 	w      unitWeights
 }
 
@@ -88,6 +91,10 @@ func deriveUnit(u *Unit, id func(string) int32) *derived {
 	}
 	copy(d.sorted, d.ids)
 	slices.Sort(d.sorted)
+	for _, t := range d.ids {
+		d.sig |= 1 << (uint32(t) & 63)
+	}
+	d.sigN = bits.OnesCount64(d.sig)
 	k := 0
 	for _, ts := range ets {
 		for _, t := range ts {

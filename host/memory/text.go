@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 	"unicode"
@@ -30,18 +31,25 @@ func isCJK(r rune) bool {
 // Terms splits text into index terms, in order, duplicates kept.
 func Terms(text string) []string {
 	var out []string
-	var word []rune
+	var wordBuf [maxTermLen + 8]byte
+	word := wordBuf[:0] // UTF-8, lower-cased
 	var cjk []rune
 	flushWord := func() {
 		if len(word) == 0 {
 			return
 		}
-		w := string(word)
+		raw := word
 		word = word[:0]
-		if len(w) > maxTermLen {
+		if len(raw) > maxTermLen {
 			return
 		}
-		if stopEN[strings.ReplaceAll(w, "'", "")] {
+		// A stop word is ruled out before it is copied into a string.
+		apostrophe := bytes.IndexByte(raw, '\'') >= 0
+		if !apostrophe && stopEN[string(raw)] {
+			return
+		}
+		w := string(raw)
+		if apostrophe && stopEN[strings.ReplaceAll(w, "'", "")] {
 			return
 		}
 		if a, ok := aliases[w]; ok {
@@ -76,9 +84,15 @@ func Terms(text string) []string {
 		case isCJK(r):
 			flushWord()
 			cjk = append(cjk, r)
+		case r < utf8.RuneSelf && ('a' <= r && r <= 'z' || '0' <= r && r <= '9'):
+			flushCJK()
+			word = append(word, byte(r))
+		case 'A' <= r && r <= 'Z':
+			flushCJK()
+			word = append(word, byte(r)+('a'-'A'))
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			flushCJK()
-			word = append(word, unicode.ToLower(r))
+			word = utf8.AppendRune(word, unicode.ToLower(r))
 		case r == '\'' || r == '\u2019':
 			// "don't", "user's": keep the apostrophe out of the term but do
 			// not split the word in two.
