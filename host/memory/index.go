@@ -422,6 +422,7 @@ type indexView struct {
 	visUnits []int
 	ids      []int32
 	matched  []*Unit
+	matchedD []*derived
 	scores   []float64
 }
 
@@ -470,7 +471,8 @@ func releaseSource(src source) {
 	v.ix.mu.RUnlock()
 	clear(v.extra)
 	clear(v.matched)
-	*v = indexView{extra: v.extra, df: v.df[:0], dfFlat: v.dfFlat[:0], visUnits: v.visUnits[:0], ids: v.ids[:0], matched: v.matched[:0], scores: v.scores[:0]}
+	clear(v.matchedD)
+	*v = indexView{extra: v.extra, df: v.df[:0], dfFlat: v.dfFlat[:0], visUnits: v.visUnits[:0], ids: v.ids[:0], matched: v.matched[:0], matchedD: v.matchedD[:0], scores: v.scores[:0]}
 	views.Put(v)
 }
 

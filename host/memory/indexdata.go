@@ -68,6 +68,7 @@ type ipost struct {
 type indexRow struct {
 	rowid int64
 	u     *Unit    // its derived is u.d
+	d     *derived // u.d, read with the row (not through the unit)
 	keys  []uint64 // its posting lists (distinct); with u.d, the term ids it holds in the dictionary
 	nToks int
 }
@@ -99,6 +100,7 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 	ix.share(u)
 	r.rowid, r.u, r.nToks = u.rowid, u, len(toks)
 	u.d = deriveUnit(u, ix.dict.intern)
+	r.d = u.d
 	dl := int32(len(toks) + 1) // + the visibility column's token
 	tf := ix.tfScratch
 	clear(tf)
@@ -404,13 +406,18 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 	}
 	sc.top = top
 	units := slices.Grow(v.matched[:0], len(top))[:len(top)]
+	ds := slices.Grow(v.matchedD[:0], len(top))[:len(top)]
 	scores := slices.Grow(v.scores[:0], len(top))[:len(top)]
-	v.matched, v.scores = units, scores
+	v.matched, v.matchedD, v.scores = units, ds, scores
 	for i, x := range top {
-		units[i], scores[i] = ix.rows[x.slot].u, x.r
+		r := &ix.rows[x.slot]
+		units[i], ds[i], scores[i] = r.u, r.d, x.r
 	}
 	return units, scores, nil
 }
+
+// matchedDerived are the derived of match's last answer (knowsDerived).
+func (v *indexView) matchedDerived() []*derived { return v.matchedD }
 
 func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
 	out := make([]*Unit, 0, len(ids))

@@ -61,14 +61,14 @@ func (k visTerm) token() string { return visKey(k.vis) + k.term }
 // what ranking reads of the unit (weights), so scoring a candidate reads
 // one object and not the unit's scattered fields.
 type derived struct {
-	ids    []int32 // the distinct index terms' ids, in index order
-	sorted []int32 // the ids, sorted (for overlap)
-	ents   []int32 // the term ids of each entity, each followed by entEnd
+	w      unitWeights // first: what the first tests of a candidate read share its cache lines
+	ids    []int32     // the distinct index terms' ids, in index order
+	sorted []int32     // the ids, sorted (for overlap)
+	ents   []int32     // the term ids of each entity, each followed by entEnd
 	nEnts  int
 	line   string // the rendered bullet
 	sig    uint64 // a bit per term id (id mod 64): bounds overlaps (nearDuplicate)
 	sigN   int    // bits set in sig
-	w      unitWeights
 }
 
 // entEnd ends an entity's term ids in derived.ents.
@@ -110,13 +110,13 @@ func deriveUnit(u *Unit, id func(string) int32) *derived {
 // unitWeights is what scoring reads of a unit, computed from it once.
 type unitWeights struct {
 	rowid     int64
-	lastSeen  time.Time
-	expires   time.Time // when hasExpiry
 	hasExpiry bool
 	active    bool
 	standing  bool // standingKind
 	summary   bool // a session summary
 	vis       string
+	lastSeen  time.Time
+	expires   time.Time // when hasExpiry
 	impR      float64 // importance reinforced by repetition, at most 1
 	hl        float64 // importance's half-life, days
 	floor     float64 // the share of importance that never fades
@@ -199,6 +199,15 @@ func sortedJaccard(a, b []int32) float64 {
 type visPool struct {
 	standing []*Unit
 	summary  []*Unit
+	// derived are the standing units' (the index's: nil from SQLite), so
+	// scoring reads them and not the units.
+	derived []*derived
+}
+
+// knowsDerived is a source (the index) whose match answers come with the
+// units' derived data: match's i-th unit's is matchedDerived()[i].
+type knowsDerived interface {
+	matchedDerived() []*derived
 }
 
 // standingPool bounds the standing units a query considers.
@@ -575,19 +584,24 @@ func (qt *queryTerms) idf(i int) float64 {
 }
 
 // add makes u a candidate (once; pool marks it as from the standing pool).
-func (sc *scoreScratch) add(u *Unit, pool bool) *scored {
-	if c, ok := sc.cands[u.rowid]; ok {
+// d is u's derived when the source knows it (nil: rankCandidates asks).
+func (sc *scoreScratch) add(u *Unit, d *derived, pool bool) *scored {
+	rowid := u.rowid
+	if d != nil {
+		rowid = d.w.rowid // the unit itself is read only if it is picked
+	}
+	if c, ok := sc.cands[rowid]; ok {
 		c.pool = c.pool || pool
 		return c
 	}
 	var c *scored
 	if len(sc.slab) < cap(sc.slab) { // never grown: the candidates point into it
-		sc.slab = append(sc.slab, scored{u: u, pool: pool})
+		sc.slab = append(sc.slab, scored{u: u, d: d, pool: pool})
 		c = &sc.slab[len(sc.slab)-1]
 	} else {
-		c = &scored{u: u, pool: pool}
+		c = &scored{u: u, d: d, pool: pool}
 	}
-	sc.cands[u.rowid] = c
+	sc.cands[rowid] = c
 	sc.order = append(sc.order, c)
 	return c
 }
@@ -611,8 +625,16 @@ func (sc *scoreScratch) addLexical(ctx context.Context, src source, qt *queryTer
 	if err != nil {
 		return err
 	}
+	var ds []*derived
+	if k, ok := src.(knowsDerived); ok {
+		ds = k.matchedDerived()
+	}
 	for i, u := range units {
-		c := sc.add(u, false)
+		var d *derived
+		if ds != nil {
+			d = ds[i]
+		}
+		c := sc.add(u, d, false)
 		c.bm, c.hasBM = scores[i], true
 		sc.maxBM = max(sc.maxBM, -scores[i])
 	}
@@ -640,12 +662,16 @@ func (s *Store) addPools(ctx context.Context, src source, vis []string, standing
 		if err != nil {
 			return err
 		}
-		for _, u := range p.standing {
-			sc.add(u, true)
+		for i, u := range p.standing {
+			var d *derived
+			if p.derived != nil {
+				d = p.derived[i]
+			}
+			sc.add(u, d, true)
 		}
 		if cue {
 			for _, u := range p.summary {
-				sc.add(u, false)
+				sc.add(u, nil, false)
 			}
 		}
 	}
@@ -674,7 +700,7 @@ func (s *Store) addNearest(ctx context.Context, src source, q Query, vis []strin
 		return fmt.Errorf("memory: read hits: %w", err)
 	}
 	for _, u := range units {
-		sc.add(u, false)
+		sc.add(u, nil, false)
 	}
 	return nil
 }
@@ -705,7 +731,10 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 	embOn := s.embeddingsOn()
 	out := sc.out
 	for _, c := range sc.order {
-		d := src.derived(c.u)
+		d := c.d
+		if d == nil {
+			d = src.derived(c.u)
+		}
 		w := &d.w
 		if !w.live(now) || !contains(vis, w.vis) {
 			continue
@@ -732,6 +761,10 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 		lex += 0.5 * min(1, 2*cov)
 		c.matched, c.emb, c.cue = matched, emb, isCue
 		c.standingKind = w.standing
+		relevant := len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
+		if standing && !c.standingKind && !relevant {
+			continue // the request path keeps a fact only when the turn is about it
+		}
 		age := w.ageDays(now)
 		imp := w.importance(age)
 		if !standing || !c.standingKind {
@@ -740,7 +773,7 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 				ent = sc.entityOverlap(d)
 			}
 			c.score = w.factScore(age, imp, lex, ent, emb, embOn, isCue)
-			c.relevant = len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
+			c.relevant = relevant
 		}
 		if c.standingKind {
 			rel := 0.0
