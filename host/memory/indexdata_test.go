@@ -334,6 +334,32 @@ func TestRequestPathShortcuts(t *testing.T) {
 		}
 	}
 
+	// The candidate table answers as a map, through growth and resets.
+	var cands candTable
+	for round := 0; round < 3; round++ {
+		want := map[int64]*scored{}
+		for i := 0; i < 40+round*400; i++ {
+			id := rand.Int63n(5000) - 100
+			if _, ok := want[id]; ok {
+				continue
+			}
+			c := &scored{}
+			want[id] = c
+			cands.put(id, c)
+		}
+		for id := int64(-100); id < 4900; id++ {
+			if got := cands.get(id); got != want[id] {
+				t.Fatalf("round %d: candidate of %d: %p, want %p", round, id, got, want[id])
+			}
+		}
+		cands.reset()
+		for id := range want {
+			if cands.get(id) != nil {
+				t.Fatalf("%d still a candidate after reset", id)
+			}
+		}
+	}
+
 	// The signature bound rules out only pairs the exact test rules out.
 	r := rand.New(rand.NewSource(3))
 	for i := 0; i < 20000; i++ {

@@ -356,7 +356,7 @@ func (c *scored) hit(asRule bool) Hit {
 // scoreScratch is what one scoring works in: maps and slices reused from
 // query to query (the request path allocates little).
 type scoreScratch struct {
-	cands   map[int64]*scored
+	cands   candTable
 	order   []*scored // the candidates, in the order they were added
 	slab    []scored  // candidates, allocated together
 	maxBM   float64   // the best bm25 (negated) among the lexical matches
@@ -412,7 +412,7 @@ func (s *termSet) reset() {
 var scoreScratches = sync.Pool{New: func() any {
 	// Room for every candidate of two visibilities (their pools, the
 	// lexical matches, summaries) in one slab.
-	return &scoreScratch{cands: make(map[int64]*scored, 128), slab: make([]scored, 0, 128), cos: map[int64]float64{}}
+	return &scoreScratch{slab: make([]scored, 0, 128), cos: map[int64]float64{}}
 }}
 
 func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratch) }
@@ -420,7 +420,7 @@ func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratc
 // release returns the scratch for reuse: nothing score returned may be
 // used after it.
 func (sc *scoreScratch) release() {
-	clear(sc.cands)
+	sc.cands.reset()
 	clear(sc.order)
 	sc.maxBM = 0
 	clear(sc.cos)
@@ -434,6 +434,58 @@ func (sc *scoreScratch) release() {
 	sc.facts, sc.rules = sc.facts[:0], sc.rules[:0]
 	sc.qt = queryTerms{df: sc.qt.df[:0], present: sc.qt.present[:0], match: sc.qt.match[:0], byRarity: sc.qt.byRarity[:0]}
 	scoreScratches.Put(sc)
+}
+
+// candTable maps row ids to candidates: an open-addressed table that grows
+// with them (a few dozen per query), cleared by what it holds.
+type candTable struct {
+	keys []int64
+	vals []*scored
+	used []int32 // the cells in use
+	mask uint64
+}
+
+func (t *candTable) home(id int64) uint64 { return (uint64(id) * 0x9E3779B97F4A7C15 >> 32) & t.mask }
+
+func (t *candTable) get(id int64) *scored {
+	if len(t.vals) == 0 {
+		return nil
+	}
+	for i := t.home(id); t.vals[i] != nil; i = (i + 1) & t.mask {
+		if t.keys[i] == id {
+			return t.vals[i]
+		}
+	}
+	return nil
+}
+
+// put adds id (not in the table) with c.
+func (t *candTable) put(id int64, c *scored) {
+	if 2*(len(t.used)+1) > len(t.vals) {
+		t.grow()
+	}
+	i := t.home(id)
+	for t.vals[i] != nil {
+		i = (i + 1) & t.mask
+	}
+	t.keys[i], t.vals[i] = id, c
+	t.used = append(t.used, int32(i))
+}
+
+func (t *candTable) grow() {
+	keys, vals, used := t.keys, t.vals, t.used
+	size := max(256, 2*len(vals))
+	t.keys, t.vals, t.used, t.mask = make([]int64, size), make([]*scored, size), make([]int32, 0, size/2), uint64(size-1)
+	for _, i := range used {
+		t.put(keys[i], vals[i])
+	}
+}
+
+func (t *candTable) reset() {
+	for _, i := range t.used {
+		t.vals[i] = nil
+	}
+	t.used = t.used[:0]
 }
 
 // termWeights maps term ids to weights: a small open-addressed table, as
@@ -590,7 +642,7 @@ func (sc *scoreScratch) add(u *Unit, d *derived, pool bool) *scored {
 	if d != nil {
 		rowid = d.w.rowid // the unit itself is read only if it is picked
 	}
-	if c, ok := sc.cands[rowid]; ok {
+	if c := sc.cands.get(rowid); c != nil {
 		c.pool = c.pool || pool
 		return c
 	}
@@ -601,7 +653,7 @@ func (sc *scoreScratch) add(u *Unit, d *derived, pool bool) *scored {
 	} else {
 		c = &scored{u: u, d: d, pool: pool}
 	}
-	sc.cands[rowid] = c
+	sc.cands.put(rowid, c)
 	sc.order = append(sc.order, c)
 	return c
 }
@@ -690,7 +742,7 @@ func (s *Store) addNearest(ctx context.Context, src source, q Query, vis []strin
 	}
 	var need []int64
 	for id := range sc.cos {
-		if _, ok := sc.cands[id]; !ok {
+		if sc.cands.get(id) == nil {
 			need = append(need, id)
 		}
 	}
