@@ -371,6 +371,7 @@ type scoreScratch struct {
 	ex      expansion
 	facts   []*scored
 	rules   []*scored
+	touched int32 // what touch read (kept, so the reads are not optimised away)
 }
 
 // termSet is a bitset of (non-negative) term ids: a cheap first test, in
@@ -781,6 +782,7 @@ func (sc *scoreScratch) weighTerms(src source, qt *queryTerms) float64 {
 func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, standing bool, qw float64, sc *scoreScratch) []*scored {
 	maxBM := sc.maxBM
 	embOn := s.embeddingsOn()
+	sc.touch()
 	out := sc.out
 	for _, c := range sc.order {
 		d := c.d
@@ -838,6 +840,20 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 	}
 	sc.out = out
 	return out
+}
+
+// touch reads, first, what scoring reads of each candidate known to the
+// index: loads independent of each other, which the processor overlaps,
+// where the scoring loop would wait for each candidate's in turn (they are
+// cache misses: the candidates are scattered over the heap).
+func (sc *scoreScratch) touch() {
+	var sum int32
+	for _, c := range sc.order {
+		if d := c.d; d != nil && len(d.ids) > 0 {
+			sum += d.ids[0] + int32(d.w.tokens)
+		}
+	}
+	sc.touched = sum
 }
 
 // coverage returns the query terms d holds (in sc.matched, capped so
