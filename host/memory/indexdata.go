@@ -407,17 +407,19 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 	sc.top = top
 	units := slices.Grow(v.matched[:0], len(top))[:len(top)]
 	ds := slices.Grow(v.matchedD[:0], len(top))[:len(top)]
+	ids := slices.Grow(v.matchedIDs[:0], len(top))[:len(top)]
 	scores := slices.Grow(v.scores[:0], len(top))[:len(top)]
-	v.matched, v.matchedD, v.scores = units, ds, scores
+	v.matched, v.matchedD, v.matchedIDs, v.scores = units, ds, ids, scores
 	for i, x := range top {
 		r := &ix.rows[x.slot]
-		units[i], ds[i], scores[i] = r.u, r.d, x.r
+		units[i], ds[i], ids[i], scores[i] = r.u, r.d, r.rowid, x.r
 	}
 	return units, scores, nil
 }
 
-// matchedDerived are the derived of match's last answer (knowsDerived).
-func (v *indexView) matchedDerived() []*derived { return v.matchedD }
+// matchedDerived are the derived and row ids of match's last answer
+// (knowsDerived).
+func (v *indexView) matchedDerived() ([]*derived, []int64) { return v.matchedD, v.matchedIDs }
 
 func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
 	out := make([]*Unit, 0, len(ids))

@@ -197,10 +197,10 @@ func (v *indexView) pool(_ context.Context, vis string) (*visPool, error) {
 	}
 	if vs.p == nil {
 		n := min(len(vs.ranked), standingPool)
-		p := &visPool{standing: make([]*Unit, n), summary: vs.sumTop, derived: make([]*derived, n)}
+		p := &visPool{standing: make([]*Unit, n), summary: vs.sumTop, derived: make([]*derived, n), rowids: make([]int64, n)}
 		for i := range p.standing {
-			p.standing[i] = vs.ranked[i].u
-			p.derived[i] = vs.ranked[i].u.d
+			u := vs.ranked[i].u
+			p.standing[i], p.derived[i], p.rowids[i] = u, u.d, u.rowid
 		}
 		vs.p = p
 	}

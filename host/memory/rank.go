@@ -199,15 +199,16 @@ func sortedJaccard(a, b []int32) float64 {
 type visPool struct {
 	standing []*Unit
 	summary  []*Unit
-	// derived are the standing units' (the index's: nil from SQLite), so
-	// scoring reads them and not the units.
+	// derived and rowids are the standing units' (the index's: nil from
+	// SQLite), so scoring reads them and not the units.
 	derived []*derived
+	rowids  []int64
 }
 
 // knowsDerived is a source (the index) whose match answers come with the
-// units' derived data: match's i-th unit's is matchedDerived()[i].
+// units' derived data and row ids (of match's i-th unit, the i-th of each).
 type knowsDerived interface {
-	matchedDerived() []*derived
+	matchedDerived() ([]*derived, []int64)
 }
 
 // standingPool bounds the standing units a query considers.
@@ -636,13 +637,10 @@ func (qt *queryTerms) idf(i int) float64 {
 	return math.Log(1 + (float64(qt.total)-d+0.5)/(d+0.5))
 }
 
-// add makes u a candidate (once; pool marks it as from the standing pool).
-// d is u's derived when the source knows it (nil: rankCandidates asks).
-func (sc *scoreScratch) add(u *Unit, d *derived, pool bool) *scored {
-	rowid := u.rowid
-	if d != nil {
-		rowid = d.w.rowid // the unit itself is read only if it is picked
-	}
+// add makes u, of row rowid, a candidate (once; pool marks it as from the
+// standing pool). d is u's derived when the source knows it (nil:
+// rankCandidates asks); neither is read here (cache misses: touch overlaps them).
+func (sc *scoreScratch) add(u *Unit, d *derived, rowid int64, pool bool) *scored {
 	if c := sc.cands.get(rowid); c != nil {
 		c.pool = c.pool || pool
 		return c
@@ -657,6 +655,15 @@ func (sc *scoreScratch) add(u *Unit, d *derived, pool bool) *scored {
 	sc.cands.put(rowid, c)
 	sc.order = append(sc.order, c)
 	return c
+}
+
+// addKnown adds the i-th of units whose derived and row ids the source
+// gave (ds and ids, nil when it did not).
+func (sc *scoreScratch) addKnown(u *Unit, ds []*derived, ids []int64, i int, pool bool) *scored {
+	if ds == nil {
+		return sc.add(u, nil, u.rowid, pool)
+	}
+	return sc.add(u, ds[i], ids[i], pool)
 }
 
 // addLexical adds the best bm25 matches of the chosen terms, keeping their
@@ -679,15 +686,12 @@ func (sc *scoreScratch) addLexical(ctx context.Context, src source, qt *queryTer
 		return err
 	}
 	var ds []*derived
+	var ids []int64
 	if k, ok := src.(knowsDerived); ok {
-		ds = k.matchedDerived()
+		ds, ids = k.matchedDerived()
 	}
 	for i, u := range units {
-		var d *derived
-		if ds != nil {
-			d = ds[i]
-		}
-		c := sc.add(u, d, false)
+		c := sc.addKnown(u, ds, ids, i, false)
 		c.bm, c.hasBM = scores[i], true
 		sc.maxBM = max(sc.maxBM, -scores[i])
 	}
@@ -716,15 +720,11 @@ func (s *Store) addPools(ctx context.Context, src source, vis []string, standing
 			return err
 		}
 		for i, u := range p.standing {
-			var d *derived
-			if p.derived != nil {
-				d = p.derived[i]
-			}
-			sc.add(u, d, true)
+			sc.addKnown(u, p.derived, p.rowids, i, true)
 		}
 		if cue {
 			for _, u := range p.summary {
-				sc.add(u, nil, false)
+				sc.add(u, nil, u.rowid, false)
 			}
 		}
 	}
@@ -753,7 +753,7 @@ func (s *Store) addNearest(ctx context.Context, src source, q Query, vis []strin
 		return fmt.Errorf("memory: read hits: %w", err)
 	}
 	for _, u := range units {
-		sc.add(u, nil, false)
+		sc.add(u, nil, u.rowid, false)
 	}
 	return nil
 }
