@@ -119,9 +119,16 @@ func (c *corpus) query() []string {
 // seeded returns a store holding n units in scope "user:bench" (built once
 // per process and tag: a benchmark that writes has a store of its own).
 func seeded(b *testing.B, n int, tag ...string) *Store {
+	c := newCorpus(1)
+	now := time.Now()
+	return seedStore(b, fmt.Sprint(n, tag), n, 5000, func() Unit { return c.unit("user:bench", now) })
+}
+
+// seedStore returns the store of key, made on first use from n units of
+// next, inserted batch at a time, with its index built.
+func seedStore(b *testing.B, key string, n, batchSize int, next func() Unit) *Store {
 	benchMu.Lock()
 	defer benchMu.Unlock()
-	key := fmt.Sprint(n, tag)
 	if s, ok := benchStore[key]; ok {
 		return s
 	}
@@ -135,13 +142,11 @@ func seeded(b *testing.B, n int, tag ...string) *Store {
 		b.Fatal(err)
 	}
 	s := Open(st, Options{})
-	c := newCorpus(1)
-	now := time.Now()
 	start := time.Now()
 	for done := 0; done < n; {
-		batch := make([]Unit, 0, 5000)
+		batch := make([]Unit, 0, batchSize)
 		for len(batch) < cap(batch) && done < n {
-			batch = append(batch, c.unit("user:bench", now))
+			batch = append(batch, next())
 			done++
 		}
 		if err := s.BulkInsert(context.Background(), batch); err != nil {
@@ -218,9 +223,7 @@ func benchRetrieve(b *testing.B, n int, sqlite, learning bool) {
 		}
 	}
 	b.StopTimer()
-	if cpu1, ok := threadCPU(); ok && cpuOK {
-		b.ReportMetric(float64(cpu1-cpu0)/1e3/float64(b.N), "cpu-µs/op")
-	}
+	reportCPU(b, cpu0, cpuOK)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
@@ -229,6 +232,14 @@ func benchRetrieve(b *testing.B, n int, sqlite, learning bool) {
 	}
 	if empty == b.N {
 		b.Fatal("every retrieval came back empty")
+	}
+}
+
+// reportCPU reports the retrieving thread's CPU time per operation since
+// cpu0 (when the platform gives it).
+func reportCPU(b *testing.B, cpu0 int64, ok bool) {
+	if cpu1, ok1 := threadCPU(); ok && ok1 {
+		b.ReportMetric(float64(cpu1-cpu0)/1e3/float64(b.N), "cpu-µs/op")
 	}
 }
 
@@ -263,9 +274,7 @@ func benchAgentTurn(b *testing.B, n int) {
 		}
 	}
 	b.StopTimer()
-	if cpu1, ok := threadCPU(); ok && cpuOK {
-		b.ReportMetric(float64(cpu1-cpu0)/1e3/float64(b.N), "cpu-µs/op")
-	}
+	reportCPU(b, cpu0, cpuOK)
 	if empty == b.N {
 		b.Fatal("every retrieval came back empty")
 	}
@@ -304,59 +313,28 @@ func (s *bankSampler) phrase(n int) string {
 
 // seededAgent is a store seeded as proxybench seeds its loaded scenario.
 func seededAgent(b *testing.B, n int) *Store {
-	benchMu.Lock()
-	defer benchMu.Unlock()
-	key := fmt.Sprint(n, "agent")
-	if s, ok := benchStore[key]; ok {
-		return s
-	}
-	dir, err := os.MkdirTemp("", "memory-bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchDirs = append(benchDirs, dir)
-	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, store.DBFile))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := Open(st, Options{})
 	sm := newBankSampler(1)
 	now := time.Now()
-	for done := 0; done < n; {
-		batch := make([]Unit, 0, 2000)
-		for len(batch) < cap(batch) && done < n {
-			u := Unit{Scope: "user:bench", Importance: 0.4 + 0.55*sm.r.Float64(), Confidence: 0.6 + 0.35*sm.r.Float64(),
-				Mentions: 1 + sm.r.Intn(3), SaidAt: now.Add(-time.Duration(sm.r.Intn(200*24)) * time.Hour), Origin: "bench"}
-			switch p := sm.r.Intn(20); {
-			case p < 5:
-				u.Type, u.Content, u.Tags = Preference, "Always "+sm.phrase(3)+" before "+sm.phrase(2+sm.r.Intn(4))+".", []string{"rule"}
-				u.Subject, u.Value = "rule:"+sm.phrase(2), "+"
-			case p < 10:
-				u.Type, u.Content, u.Subject = Semantic, "The user's "+sm.phrase(1)+" is "+sm.phrase(2+sm.r.Intn(6))+".", "fact:my "+sm.phrase(1)
-			case p < 15:
-				u.Type, u.Content = ProjectState, "The team uses "+sm.phrase(2)+" for the "+sm.phrase(3+sm.r.Intn(6))+"."
-			case p < 19:
-				u.Type, u.Content = Episodic, "Today the team shipped "+sm.phrase(4+sm.r.Intn(8))+"."
-			default:
-				u.Type, u.Agent = WorkingSummary, "default"
-				u.Content = "Session of 6 exchanges. Began with: “" + sm.phrase(10) + "”. Ended with: “" + sm.phrase(10) + "”."
-			}
-			u.LastSeenAt = u.SaidAt
-			batch = append(batch, u)
-			done++
+	return seedStore(b, fmt.Sprint(n, "agent"), n, 2000, func() Unit {
+		u := Unit{Scope: "user:bench", Importance: 0.4 + 0.55*sm.r.Float64(), Confidence: 0.6 + 0.35*sm.r.Float64(),
+			Mentions: 1 + sm.r.Intn(3), SaidAt: now.Add(-time.Duration(sm.r.Intn(200*24)) * time.Hour), Origin: "bench"}
+		switch p := sm.r.Intn(20); {
+		case p < 5:
+			u.Type, u.Content, u.Tags = Preference, "Always "+sm.phrase(3)+" before "+sm.phrase(2+sm.r.Intn(4))+".", []string{"rule"}
+			u.Subject, u.Value = "rule:"+sm.phrase(2), "+"
+		case p < 10:
+			u.Type, u.Content, u.Subject = Semantic, "The user's "+sm.phrase(1)+" is "+sm.phrase(2+sm.r.Intn(6))+".", "fact:my "+sm.phrase(1)
+		case p < 15:
+			u.Type, u.Content = ProjectState, "The team uses "+sm.phrase(2)+" for the "+sm.phrase(3+sm.r.Intn(6))+"."
+		case p < 19:
+			u.Type, u.Content = Episodic, "Today the team shipped "+sm.phrase(4+sm.r.Intn(8))+"."
+		default:
+			u.Type, u.Agent = WorkingSummary, "default"
+			u.Content = "Session of 6 exchanges. Began with: “" + sm.phrase(10) + "”. Ended with: “" + sm.phrase(10) + "”."
 		}
-		if err := s.BulkInsert(context.Background(), batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := s.Optimize(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.StartIndex(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	benchStore[key] = s
-	return s
+		u.LastSeenAt = u.SaidAt
+		return u
+	})
 }
 
 // loadAverage is the one-minute load average (Linux).

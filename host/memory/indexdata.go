@@ -248,10 +248,7 @@ type slotScore struct {
 
 // reset empties the table for up to n slots.
 func (m *matchScratch) reset(n int) {
-	size := 64
-	for size < 2*n {
-		size *= 2
-	}
+	size := tableSize(64, n)
 	if cap(m.slots) < size {
 		m.slots, m.acc = make([]int32, size), make([]float64, size)
 	}

@@ -117,11 +117,11 @@ type unitWeights struct {
 	vis       string
 	lastSeen  time.Time
 	expires   time.Time // when hasExpiry
-	impR      float64 // importance reinforced by repetition, at most 1
-	hl        float64 // importance's half-life, days
-	floor     float64 // the share of importance that never fades
-	ment      float64 // the standing score's mentions term
-	boost     float64 // the fact score's type and confidence factor
+	impR      float64   // importance reinforced by repetition, at most 1
+	hl        float64   // importance's half-life, days
+	floor     float64   // the share of importance that never fades
+	ment      float64   // the standing score's mentions term
+	boost     float64   // the fact score's type and confidence factor
 	tokens    int
 	typ       Type
 	slot      string // the subject, when it names a slot of its own (slotted)
@@ -490,6 +490,16 @@ func (t *candTable) reset() {
 	t.used = t.used[:0]
 }
 
+// tableSize is the size of an open-addressed table for n keys: a power of
+// two no smaller than least, at most half full.
+func tableSize(least, n int) int {
+	size := least
+	for size < 2*n {
+		size *= 2
+	}
+	return size
+}
+
 // termWeights maps term ids to weights: a small open-addressed table, as
 // the hot loop looks up every term of every candidate.
 type termWeights struct {
@@ -501,10 +511,7 @@ type termWeights struct {
 
 // reset empties the table for up to n terms.
 func (w *termWeights) reset(n int) {
-	size := 16
-	for size < 2*n {
-		size *= 2
-	}
+	size := tableSize(16, n)
 	if cap(w.keys) < size {
 		w.keys, w.vals, w.used = make([]int32, size), make([]float64, size), make([]bool, size)
 	}

@@ -48,35 +48,12 @@ func Terms(text string) []string {
 		if !apostrophe && stopEN[string(raw)] {
 			return
 		}
-		w := string(raw)
-		if apostrophe && stopEN[strings.ReplaceAll(w, "'", "")] {
-			return
+		if w, ok := wordTerm(string(raw)); ok {
+			out = append(out, w)
 		}
-		if a, ok := aliases[w]; ok {
-			w = stem(a)
-		} else {
-			w = canonical(stem(w))
-		}
-		if w == "" || stopEN[w] {
-			return
-		}
-		out = append(out, w)
 	}
 	flushCJK := func() {
-		switch len(cjk) {
-		case 0:
-			return
-		case 1:
-			if s := string(cjk); !stopZH1[s] {
-				out = append(out, s)
-			}
-		default:
-			for i := 0; i+1 < len(cjk); i++ {
-				if b := string(cjk[i : i+2]); !stopZH[b] {
-					out = append(out, b)
-				}
-			}
-		}
+		out = appendCJKTerms(out, cjk)
 		cjk = cjk[:0]
 	}
 	for _, r := range text {
@@ -107,6 +84,41 @@ func Terms(text string) []string {
 	}
 	flushWord()
 	flushCJK()
+	return out
+}
+
+// wordTerm is the term of a lower-cased word (false: none, a stop word).
+func wordTerm(w string) (string, bool) {
+	if strings.IndexByte(w, '\'') >= 0 && stopEN[strings.ReplaceAll(w, "'", "")] {
+		return "", false
+	}
+	if a, ok := aliases[w]; ok {
+		w = stem(a)
+	} else {
+		w = canonical(stem(w))
+	}
+	if w == "" || stopEN[w] {
+		return "", false
+	}
+	return w, true
+}
+
+// appendCJKTerms appends the terms of a run of CJK characters: the
+// character alone, or its overlapping bigrams.
+func appendCJKTerms(out []string, cjk []rune) []string {
+	switch len(cjk) {
+	case 0:
+	case 1:
+		if s := string(cjk); !stopZH1[s] {
+			out = append(out, s)
+		}
+	default:
+		for i := 0; i+1 < len(cjk); i++ {
+			if b := string(cjk[i : i+2]); !stopZH[b] {
+				out = append(out, b)
+			}
+		}
+	}
 	return out
 }
 

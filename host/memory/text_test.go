@@ -75,68 +75,38 @@ func TestTermsAsBefore(t *testing.T) {
 
 func termsReference(text string) []string {
 	var out []string
-	var word []rune
-	var cjk []rune
+	var word, cjk []rune
 	flushWord := func() {
-		if len(word) == 0 {
-			return
-		}
 		w := string(word)
 		word = word[:0]
-		if len(w) > maxTermLen {
+		if w == "" || len(w) > maxTermLen || stopEN[w] {
 			return
 		}
-		if stopEN[strings.ReplaceAll(w, "'", "")] {
-			return
+		if t, ok := wordTerm(w); ok {
+			out = append(out, t)
 		}
-		if a, ok := aliases[w]; ok {
-			w = stem(a)
-		} else {
-			w = canonical(stem(w))
-		}
-		if w == "" || stopEN[w] {
-			return
-		}
-		out = append(out, w)
-	}
-	flushCJK := func() {
-		switch len(cjk) {
-		case 0:
-			return
-		case 1:
-			if s := string(cjk); !stopZH1[s] {
-				out = append(out, s)
-			}
-		default:
-			for i := 0; i+1 < len(cjk); i++ {
-				if b := string(cjk[i : i+2]); !stopZH[b] {
-					out = append(out, b)
-				}
-			}
-		}
-		cjk = cjk[:0]
 	}
 	for _, r := range text {
 		switch {
 		case isCJK(r):
 			flushWord()
 			cjk = append(cjk, r)
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			flushCJK()
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || (r == '\'' || r == '\u2019') && len(word) > 0:
+			out = appendCJKTerms(out, cjk)
+			cjk = cjk[:0]
+			if r == '\u2019' {
+				r = '\''
+			}
 			word = append(word, unicode.ToLower(r))
 		case r == '\'' || r == '\u2019':
-			// "don't", "user's": keep the apostrophe out of the term but do
-			// not split the word in two.
-			flushCJK()
-			if len(word) > 0 {
-				word = append(word, '\'')
-			}
+			out = appendCJKTerms(out, cjk)
+			cjk = cjk[:0]
 		default:
 			flushWord()
-			flushCJK()
+			out = appendCJKTerms(out, cjk)
+			cjk = cjk[:0]
 		}
 	}
 	flushWord()
-	flushCJK()
-	return out
+	return appendCJKTerms(out, cjk)
 }
