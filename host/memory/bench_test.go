@@ -189,9 +189,23 @@ func benchRetrieve(b *testing.B, n int, sqlite, learning bool) {
 	for i := range queries {
 		queries[i] = c.query()
 	}
+	var learn func()
+	if learning {
+		learn = func() {
+			if _, _, err := s.Add(context.Background(), NewUnit{Content: "I prefer " + c.phrase(3) + " for " + c.phrase(3) + ".", Type: Preference, Scope: "user:bench"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	runRetrievals(b, retrieve, queries, learn)
+}
+
+// runRetrievals times b.N retrievals of the queries in turn (learn, when
+// given, writes before every fourth, outside the timings), after one to warm
+// the caches a query touches (the standing units of the scope).
+func runRetrievals(b *testing.B, retrieve func(context.Context, Query) (Result, error), queries [][]string, learn func()) {
 	ctx := context.Background()
-	// Warm the caches a query touches (the standing units of the scope).
-	if _, err := retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[0]}); err != nil {
+	if _, err := retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[len(queries)-1]}); err != nil {
 		b.Fatal(err)
 	}
 	lat := make([]time.Duration, 0, b.N)
@@ -202,12 +216,10 @@ func benchRetrieve(b *testing.B, n int, sqlite, learning bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if learning && i%4 == 0 {
+		if learn != nil && i%4 == 0 {
 			b.StopTimer()
 			cpuW, _ := threadCPU()
-			if _, _, err := s.Add(ctx, NewUnit{Content: "I prefer " + c.phrase(3) + " for " + c.phrase(3) + ".", Type: Preference, Scope: "user:bench"}); err != nil {
-				b.Fatal(err)
-			}
+			learn()
 			cpuW2, _ := threadCPU()
 			cpu0 += cpuW2 - cpuW // the write is not the retrieval's
 			b.StartTimer()
@@ -250,34 +262,11 @@ func reportCPU(b *testing.B, cpu0 int64, ok bool) {
 func benchAgentTurn(b *testing.B, n int) {
 	s := seededAgent(b, n)
 	sm := newBankSampler(7)
-	queries := make([]string, b.N+1)
+	queries := make([][]string, b.N+1)
 	for i := range queries {
-		queries[i] = "Can you help me " + sm.phrase(3) + " the " + sm.phrase(4) + " and make sure it handles " + sm.phrase(2) + "?"
+		queries[i] = []string{"Can you help me " + sm.phrase(3) + " the " + sm.phrase(4) + " and make sure it handles " + sm.phrase(2) + "?"}
 	}
-	ctx := context.Background()
-	if _, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[b.N:]}); err != nil {
-		b.Fatal(err)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	cpu0, cpuOK := threadCPU()
-	b.ReportAllocs()
-	b.ResetTimer()
-	empty := 0
-	for i := 0; i < b.N; i++ {
-		res, err := s.Retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[i : i+1], sectionOnly: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Section.Body == "" {
-			empty++
-		}
-	}
-	b.StopTimer()
-	reportCPU(b, cpu0, cpuOK)
-	if empty == b.N {
-		b.Fatal("every retrieval came back empty")
-	}
+	runRetrievals(b, s.Retrieve, queries, nil)
 }
 
 // bankSampler draws the skill bank's words with proxybench's Zipf law.
