@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaclaw-go/metaclaw/host/skills/bank"
 	"github.com/metaclaw-go/metaclaw/host/store"
 )
 
@@ -117,9 +119,16 @@ func (c *corpus) query() []string {
 // seeded returns a store holding n units in scope "user:bench" (built once
 // per process and tag: a benchmark that writes has a store of its own).
 func seeded(b *testing.B, n int, tag ...string) *Store {
+	c := newCorpus(1)
+	now := time.Now()
+	return seedStore(b, fmt.Sprint(n, tag), n, 5000, func() Unit { return c.unit("user:bench", now) })
+}
+
+// seedStore returns the store of key, made on first use from n units of
+// next, inserted batch at a time, with its index built.
+func seedStore(b *testing.B, key string, n, batchSize int, next func() Unit) *Store {
 	benchMu.Lock()
 	defer benchMu.Unlock()
-	key := fmt.Sprint(n, tag)
 	if s, ok := benchStore[key]; ok {
 		return s
 	}
@@ -133,13 +142,11 @@ func seeded(b *testing.B, n int, tag ...string) *Store {
 		b.Fatal(err)
 	}
 	s := Open(st, Options{})
-	c := newCorpus(1)
-	now := time.Now()
 	start := time.Now()
 	for done := 0; done < n; {
-		batch := make([]Unit, 0, 5000)
+		batch := make([]Unit, 0, batchSize)
 		for len(batch) < cap(batch) && done < n {
-			batch = append(batch, c.unit("user:bench", now))
+			batch = append(batch, next())
 			done++
 		}
 		if err := s.BulkInsert(context.Background(), batch); err != nil {
@@ -182,9 +189,23 @@ func benchRetrieve(b *testing.B, n int, sqlite, learning bool) {
 	for i := range queries {
 		queries[i] = c.query()
 	}
+	var learn func()
+	if learning {
+		learn = func() {
+			if _, _, err := s.Add(context.Background(), NewUnit{Content: "I prefer " + c.phrase(3) + " for " + c.phrase(3) + ".", Type: Preference, Scope: "user:bench"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	runRetrievals(b, retrieve, queries, learn)
+}
+
+// runRetrievals times b.N retrievals of the queries in turn (learn, when
+// given, writes before every fourth, outside the timings), after one to warm
+// the caches a query touches (the standing units of the scope).
+func runRetrievals(b *testing.B, retrieve func(context.Context, Query) (Result, error), queries [][]string, learn func()) {
 	ctx := context.Background()
-	// Warm the caches a query touches (the standing units of the scope).
-	if _, err := retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[0]}); err != nil {
+	if _, err := retrieve(ctx, Query{Scope: "user:bench", Agent: "default", Texts: queries[len(queries)-1]}); err != nil {
 		b.Fatal(err)
 	}
 	lat := make([]time.Duration, 0, b.N)
@@ -195,12 +216,10 @@ func benchRetrieve(b *testing.B, n int, sqlite, learning bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if learning && i%4 == 0 {
+		if learn != nil && i%4 == 0 {
 			b.StopTimer()
 			cpuW, _ := threadCPU()
-			if _, _, err := s.Add(ctx, NewUnit{Content: "I prefer " + c.phrase(3) + " for " + c.phrase(3) + ".", Type: Preference, Scope: "user:bench"}); err != nil {
-				b.Fatal(err)
-			}
+			learn()
 			cpuW2, _ := threadCPU()
 			cpu0 += cpuW2 - cpuW // the write is not the retrieval's
 			b.StartTimer()
@@ -216,9 +235,7 @@ func benchRetrieve(b *testing.B, n int, sqlite, learning bool) {
 		}
 	}
 	b.StopTimer()
-	if cpu1, ok := threadCPU(); ok && cpuOK {
-		b.ReportMetric(float64(cpu1-cpu0)/1e3/float64(b.N), "cpu-µs/op")
-	}
+	reportCPU(b, cpu0, cpuOK)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
@@ -228,6 +245,85 @@ func benchRetrieve(b *testing.B, n int, sqlite, learning bool) {
 	if empty == b.N {
 		b.Fatal("every retrieval came back empty")
 	}
+}
+
+// reportCPU reports the retrieving thread's CPU time per operation since
+// cpu0 (when the platform gives it).
+func reportCPU(b *testing.B, cpu0 int64, ok bool) {
+	if cpu1, ok1 := threadCPU(); ok && ok1 {
+		b.ReportMetric(float64(cpu1-cpu0)/1e3/float64(b.N), "cpu-µs/op")
+	}
+}
+
+// benchAgentTurn is the request path as proxybench's loaded scenario drives
+// it (tools/proxybench, loaded.go): memories and questions made of the skill
+// bank's words, one new agent question per retrieval (never seen before, so
+// its terms are split afresh), the store's default limits.
+func benchAgentTurn(b *testing.B, n int) {
+	s := seededAgent(b, n)
+	sm := newBankSampler(7)
+	queries := make([][]string, b.N+1)
+	for i := range queries {
+		queries[i] = []string{"Can you help me " + sm.phrase(3) + " the " + sm.phrase(4) + " and make sure it handles " + sm.phrase(2) + "?"}
+	}
+	runRetrievals(b, s.Retrieve, queries, nil)
+}
+
+// bankSampler draws the skill bank's words with proxybench's Zipf law.
+type bankSampler struct {
+	words []string
+	zipf  *rand.Zipf
+	r     *rand.Rand
+}
+
+func newBankSampler(seed int64) *bankSampler {
+	seen := map[string]bool{}
+	var words []string
+	for _, name := range bank.Names() {
+		raw, _ := fs.ReadFile(bank.FS(), name+"/SKILL.md")
+		for _, w := range strings.FieldsFunc(strings.ToLower(string(raw)), func(r rune) bool { return r < 'a' || r > 'z' }) {
+			if len(w) > 3 && !seen[w] {
+				seen[w] = true
+				words = append(words, w)
+			}
+		}
+	}
+	r := rand.New(rand.NewSource(seed))
+	return &bankSampler{words: words, zipf: rand.NewZipf(r, 1.07, 3, uint64(len(words)-1)), r: r}
+}
+
+func (s *bankSampler) phrase(n int) string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s.words[s.zipf.Uint64()]
+	}
+	return strings.Join(out, " ")
+}
+
+// seededAgent is a store seeded as proxybench seeds its loaded scenario.
+func seededAgent(b *testing.B, n int) *Store {
+	sm := newBankSampler(1)
+	now := time.Now()
+	return seedStore(b, fmt.Sprint(n, "agent"), n, 2000, func() Unit {
+		u := Unit{Scope: "user:bench", Importance: 0.4 + 0.55*sm.r.Float64(), Confidence: 0.6 + 0.35*sm.r.Float64(),
+			Mentions: 1 + sm.r.Intn(3), SaidAt: now.Add(-time.Duration(sm.r.Intn(200*24)) * time.Hour), Origin: "bench"}
+		switch p := sm.r.Intn(20); {
+		case p < 5:
+			u.Type, u.Content, u.Tags = Preference, "Always "+sm.phrase(3)+" before "+sm.phrase(2+sm.r.Intn(4))+".", []string{"rule"}
+			u.Subject, u.Value = "rule:"+sm.phrase(2), "+"
+		case p < 10:
+			u.Type, u.Content, u.Subject = Semantic, "The user's "+sm.phrase(1)+" is "+sm.phrase(2+sm.r.Intn(6))+".", "fact:my "+sm.phrase(1)
+		case p < 15:
+			u.Type, u.Content = ProjectState, "The team uses "+sm.phrase(2)+" for the "+sm.phrase(3+sm.r.Intn(6))+"."
+		case p < 19:
+			u.Type, u.Content = Episodic, "Today the team shipped "+sm.phrase(4+sm.r.Intn(8))+"."
+		default:
+			u.Type, u.Agent = WorkingSummary, "default"
+			u.Content = "Session of 6 exchanges. Began with: “" + sm.phrase(10) + "”. Ended with: “" + sm.phrase(10) + "”."
+		}
+		u.LastSeenAt = u.SaidAt
+		return u
+	})
 }
 
 // loadAverage is the one-minute load average (Linux).
@@ -244,6 +340,7 @@ func loadAverage() (float64, bool) {
 }
 
 func BenchmarkRetrieve10k(b *testing.B)               { benchRetrieve(b, 10_000, false, false) }
+func BenchmarkRetrieveAgentTurn10k(b *testing.B)      { benchAgentTurn(b, 10_000) }
 func BenchmarkRetrieve100k(b *testing.B)              { benchRetrieve(b, 100_000, false, false) }
 func BenchmarkRetrieveWhileLearning10k(b *testing.B)  { benchRetrieve(b, 10_000, false, true) }
 func BenchmarkRetrieveWhileLearning100k(b *testing.B) { benchRetrieve(b, 100_000, false, true) }

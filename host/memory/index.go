@@ -418,12 +418,14 @@ type indexView struct {
 	extra map[string]int32 // ids of terms no unit holds (termID)
 
 	// The slices its answers are made in (valid until releaseSource).
-	df       [][]int
-	dfFlat   []int
-	visUnits []int
-	ids      []int32
-	matched  []*Unit
-	scores   []float64
+	df         [][]int
+	dfFlat     []int
+	visUnits   []int
+	ids        []int32
+	matched    []*Unit
+	matchedD   []*derived
+	matchedIDs []int64
+	scores     []float64
 }
 
 // splitToken separates an index token into its visibility key and term.
@@ -471,7 +473,8 @@ func releaseSource(src source) {
 	v.ix.mu.RUnlock()
 	clear(v.extra)
 	clear(v.matched)
-	*v = indexView{extra: v.extra, df: v.df[:0], dfFlat: v.dfFlat[:0], visUnits: v.visUnits[:0], ids: v.ids[:0], matched: v.matched[:0], scores: v.scores[:0]}
+	clear(v.matchedD)
+	*v = indexView{extra: v.extra, df: v.df[:0], dfFlat: v.dfFlat[:0], visUnits: v.visUnits[:0], ids: v.ids[:0], matched: v.matched[:0], matchedD: v.matchedD[:0], matchedIDs: v.matchedIDs[:0], scores: v.scores[:0]}
 	views.Put(v)
 }
 

@@ -68,6 +68,7 @@ type ipost struct {
 type indexRow struct {
 	rowid int64
 	u     *Unit    // its derived is u.d
+	d     *derived // u.d, read with the row (not through the unit)
 	keys  []uint64 // its posting lists (distinct); with u.d, the term ids it holds in the dictionary
 	nToks int
 }
@@ -99,6 +100,7 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 	ix.share(u)
 	r.rowid, r.u, r.nToks = u.rowid, u, len(toks)
 	u.d = deriveUnit(u, ix.dict.intern)
+	r.d = u.d
 	dl := int32(len(toks) + 1) // + the visibility column's token
 	tf := ix.tfScratch
 	clear(tf)
@@ -227,18 +229,47 @@ func (ix *memIndex) postings(vis, term string) []ipost {
 	return ix.post[postKey(v, t)]
 }
 
-// matchScratch accumulates bm25 per slot; only the touched entries are
-// non-zero between uses.
+// matchScratch accumulates bm25 per slot in a small open-addressed table
+// sized to the postings read (a few hundred: rarest bounds them), so the
+// sums stay in a few cache lines whatever the index's size.
 type matchScratch struct {
+	lists   [][]ipost
+	slots   []int32 // slot+1 (0: empty)
 	acc     []float64
-	touched []int32
+	mask    uint32
+	touched []int32 // indices into slots, in first-touch order
 	top     []slotScore
 }
 
 type slotScore struct {
-	slot  int32
-	rowid int64
-	r     float64
+	slot int32
+	r    float64
+}
+
+// reset empties the table for up to n slots.
+func (m *matchScratch) reset(n int) {
+	size := tableSize(64, n)
+	if cap(m.slots) < size {
+		m.slots, m.acc = make([]int32, size), make([]float64, size)
+	}
+	m.slots, m.acc = m.slots[:size], m.acc[:size]
+	m.mask = uint32(size - 1)
+}
+
+// cell returns the table index of slot, adding it when new.
+func (m *matchScratch) cell(slot int32) uint32 {
+	i := (uint32(slot) * 0x9E3779B1 >> 8) & m.mask
+	for {
+		switch m.slots[i] {
+		case slot + 1:
+			return i
+		case 0:
+			m.slots[i] = slot + 1
+			m.touched = append(m.touched, int32(i))
+			return i
+		}
+		i = (i + 1) & m.mask
+	}
 }
 
 // scratchKept bounds the scratch arrays an index keeps for reuse (one per
@@ -250,7 +281,7 @@ type scratchStack struct {
 	free []*matchScratch
 }
 
-func (s *scratchStack) get(rows int) *matchScratch {
+func (s *scratchStack) get() *matchScratch {
 	s.mu.Lock()
 	var m *matchScratch
 	if n := len(s.free); n > 0 {
@@ -261,17 +292,15 @@ func (s *scratchStack) get(rows int) *matchScratch {
 	if m == nil {
 		m = &matchScratch{}
 	}
-	if len(m.acc) < rows {
-		m.acc = make([]float64, rows+rows/8)
-	}
 	return m
 }
 
 func (s *scratchStack) put(m *matchScratch) {
-	for _, slot := range m.touched {
-		m.acc[slot] = 0
+	for _, i := range m.touched {
+		m.slots[i], m.acc[i] = 0, 0
 	}
-	m.touched, m.top = m.touched[:0], m.top[:0]
+	clear(m.lists)
+	m.lists, m.touched, m.top = m.lists[:0], m.touched[:0], m.top[:0]
 	s.mu.Lock()
 	if len(s.free) < scratchKept {
 		s.free = append(s.free, m)
@@ -329,34 +358,37 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 	}
 	const k1, b = 1.2, 0.75
 	avgdl := float64(ix.nTok) / float64(ix.nRows)
-	sc := ix.scratch.get(len(ix.rows))
+	sc := ix.scratch.get()
 	defer ix.scratch.put(sc)
-	acc := sc.acc
+	n := 0
 	for _, key := range keys {
 		ps := ix.postings(key.vis, key.term)
+		sc.lists = append(sc.lists, ps)
+		n += len(ps)
+	}
+	sc.reset(n)
+	for _, ps := range sc.lists {
 		nHit := int64(len(ps))
 		idf := math.Log((float64(int64(ix.nRows)-nHit) + 0.5) / (float64(nHit) + 0.5))
 		if idf <= 0 {
 			idf = 1e-6
 		}
 		for _, p := range ps {
-			if acc[p.slot] == 0 { // every term adds > 0
-				sc.touched = append(sc.touched, p.slot)
-			}
 			tf := float64(p.tf)
-			acc[p.slot] += idf * ((tf * (k1 + 1.0)) / (tf + k1*(1-b+b*float64(p.dl)/avgdl)))
+			sc.acc[sc.cell(p.slot)] += idf * ((tf * (k1 + 1.0)) / (tf + k1*(1-b+b*float64(p.dl)/avgdl)))
 		}
 	}
-	// Best first: lower -score, then lower row id.
+	// Best first: lower -score, then lower row id (read only on a tie: the
+	// rows are where the cache misses are).
 	before := func(a, b slotScore) bool {
 		if a.r != b.r {
 			return a.r < b.r
 		}
-		return a.rowid < b.rowid
+		return ix.rows[a.slot].rowid < ix.rows[b.slot].rowid
 	}
 	top := sc.top
-	for _, slot := range sc.touched {
-		x := slotScore{slot: slot, rowid: ix.rows[slot].rowid, r: -1.0 * acc[slot]}
+	for _, i := range sc.touched {
+		x := slotScore{slot: sc.slots[i] - 1, r: -1.0 * sc.acc[i]}
 		if len(top) == limit && !before(x, top[limit-1]) {
 			continue
 		}
@@ -371,13 +403,20 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 	}
 	sc.top = top
 	units := slices.Grow(v.matched[:0], len(top))[:len(top)]
+	ds := slices.Grow(v.matchedD[:0], len(top))[:len(top)]
+	ids := slices.Grow(v.matchedIDs[:0], len(top))[:len(top)]
 	scores := slices.Grow(v.scores[:0], len(top))[:len(top)]
-	v.matched, v.scores = units, scores
+	v.matched, v.matchedD, v.matchedIDs, v.scores = units, ds, ids, scores
 	for i, x := range top {
-		units[i], scores[i] = ix.rows[x.slot].u, x.r
+		r := &ix.rows[x.slot]
+		units[i], ds[i], ids[i], scores[i] = r.u, r.d, r.rowid, x.r
 	}
 	return units, scores, nil
 }
+
+// matchedDerived are the derived and row ids of match's last answer
+// (knowsDerived).
+func (v *indexView) matchedDerived() ([]*derived, []int64) { return v.matchedD, v.matchedIDs }
 
 func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
 	out := make([]*Unit, 0, len(ids))

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -319,7 +320,7 @@ func ids(us []*Unit) string {
 // term bitset as the table behind it, and order as better.
 func TestRequestPathShortcuts(t *testing.T) {
 	for _, text := range []string{"Let's PICK UP where we left off", "as BEFORE", "Where Were We?", "pic\u212A up the thread", "İ PİCK UP", "继续上次的工作",
-		"nothing here", "", "CONTINUE", "We Were Doing the report", "resuming", "Yesterday's notes", "where"} {
+		strings.Repeat("a long question about nothing in particular ", 20) + "then PREVIOUSLY", "nothing here", "", "CONTINUE", "We Were Doing the report", "resuming", "Yesterday's notes", "where"} {
 		lower := strings.ToLower(text)
 		want := false
 		for _, h := range continuityHints {
@@ -331,10 +332,56 @@ func TestRequestPathShortcuts(t *testing.T) {
 		if got := continuity(text); got != want {
 			t.Errorf("continuity(%q) = %v, lower-cased copy says %v", text, got, want)
 		}
-		for _, h := range continuityHints {
-			if isASCII(text) && containsLowerASCII(text, h) != strings.Contains(lower, h) {
-				t.Errorf("containsLowerASCII(%q, %q) differs", text, h)
+	}
+
+	// The candidate table answers as a map, through growth and resets.
+	var cands candTable
+	for round := 0; round < 3; round++ {
+		want := map[int64]*scored{}
+		for i := 0; i < 40+round*400; i++ {
+			id := rand.Int63n(5000) - 100
+			if _, ok := want[id]; ok {
+				continue
 			}
+			c := &scored{}
+			want[id] = c
+			cands.put(id, c)
+		}
+		for id := int64(-100); id < 4900; id++ {
+			if got := cands.get(id); got != want[id] {
+				t.Fatalf("round %d: candidate of %d: %p, want %p", round, id, got, want[id])
+			}
+		}
+		cands.reset()
+		for id := range want {
+			if cands.get(id) != nil {
+				t.Fatalf("%d still a candidate after reset", id)
+			}
+		}
+	}
+
+	// The signature bound rules out only pairs the exact test rules out.
+	r := rand.New(rand.NewSource(3))
+	for i := 0; i < 20000; i++ {
+		mk := func() *scored {
+			n := r.Intn(12)
+			seen := map[int32]bool{}
+			var ids []int32
+			for len(ids) < n {
+				if t := int32(r.Intn(24)) - 2; !seen[t] {
+					seen[t] = true
+					ids = append(ids, t)
+				}
+			}
+			return &scored{d: deriveTermIDs(ids)}
+		}
+		a, b := mk(), mk()
+		exact := sortedJaccard(a.d.sorted, b.d.sorted) >= 0.6
+		if got := nearDuplicate(a, b); got != exact {
+			t.Fatalf("nearDuplicate(%v, %v) = %v, Jaccard says %v", a.d.sorted, b.d.sorted, got, exact)
+		}
+		if inter := overlap(a.d.sorted, b.d.sorted); overlapBound(a.d, b.d) < inter {
+			t.Fatalf("bound %d below the overlap %d of %v and %v", overlapBound(a.d, b.d), inter, a.d.sorted, b.d.sorted)
 		}
 	}
 
@@ -388,4 +435,26 @@ func TestRequestPathShortcuts(t *testing.T) {
 			t.Errorf("order%v = %d, better says %d", c, got, want)
 		}
 	}
+}
+
+// deriveTermIDs is deriveUnit for a unit holding the given distinct term ids.
+func deriveTermIDs(ids []int32) *derived {
+	terms := make([]string, len(ids))
+	byTerm := map[string]int32{}
+	for i, id := range ids {
+		terms[i] = fmt.Sprintf("term%d", id+10)
+		byTerm[terms[i]] = id
+	}
+	return deriveUnit(&Unit{Content: strings.Join(terms, " ")}, func(t string) int32 { return byTerm[t] })
+}
+
+// overlap is |a∩b| of two sorted sets.
+func overlap(a, b []int32) int {
+	n := 0
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			n++
+		}
+	}
+	return n
 }

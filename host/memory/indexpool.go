@@ -196,9 +196,11 @@ func (v *indexView) pool(_ context.Context, vis string) (*visPool, error) {
 		vs.sumTop, vs.sumOK, vs.p = newestSummaries(vs.sums), true, nil
 	}
 	if vs.p == nil {
-		p := &visPool{standing: make([]*Unit, min(len(vs.ranked), standingPool)), summary: vs.sumTop}
+		n := min(len(vs.ranked), standingPool)
+		p := &visPool{standing: make([]*Unit, n), summary: vs.sumTop, derived: make([]*derived, n), rowids: make([]int64, n)}
 		for i := range p.standing {
-			p.standing[i] = vs.ranked[i].u
+			u := vs.ranked[i].u
+			p.standing[i], p.derived[i], p.rowids[i] = u, u.d, u.rowid
 		}
 		vs.p = p
 	}

@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"regexp"
 	"slices"
 	"sort"
@@ -59,12 +61,14 @@ func (k visTerm) token() string { return visKey(k.vis) + k.term }
 // what ranking reads of the unit (weights), so scoring a candidate reads
 // one object and not the unit's scattered fields.
 type derived struct {
-	ids    []int32 // the distinct index terms' ids, in index order
-	sorted []int32 // the ids, sorted (for overlap)
-	ents   []int32 // the term ids of each entity, each followed by entEnd
+	w      unitWeights // first: what the first tests of a candidate read share its cache lines
+	ids    []int32     // the distinct index terms' ids, in index order
+	sorted []int32     // the ids, sorted (for overlap)
+	ents   []int32     // the term ids of each entity, each followed by entEnd
 	nEnts  int
 	line   string // the rendered bullet
-	w      unitWeights
+	sig    uint64 // a bit per term id (id mod 64): bounds overlaps (nearDuplicate)
+	sigN   int    // bits set in sig
 }
 
 // entEnd ends an entity's term ids in derived.ents.
@@ -87,6 +91,10 @@ func deriveUnit(u *Unit, id func(string) int32) *derived {
 	}
 	copy(d.sorted, d.ids)
 	slices.Sort(d.sorted)
+	for _, t := range d.ids {
+		d.sig |= 1 << (uint32(t) & 63)
+	}
+	d.sigN = bits.OnesCount64(d.sig)
 	k := 0
 	for _, ts := range ets {
 		for _, t := range ts {
@@ -102,18 +110,18 @@ func deriveUnit(u *Unit, id func(string) int32) *derived {
 // unitWeights is what scoring reads of a unit, computed from it once.
 type unitWeights struct {
 	rowid     int64
-	lastSeen  time.Time
-	expires   time.Time // when hasExpiry
 	hasExpiry bool
 	active    bool
 	standing  bool // standingKind
 	summary   bool // a session summary
 	vis       string
-	impR      float64 // importance reinforced by repetition, at most 1
-	hl        float64 // importance's half-life, days
-	floor     float64 // the share of importance that never fades
-	ment      float64 // the standing score's mentions term
-	boost     float64 // the fact score's type and confidence factor
+	lastSeen  time.Time
+	expires   time.Time // when hasExpiry
+	impR      float64   // importance reinforced by repetition, at most 1
+	hl        float64   // importance's half-life, days
+	floor     float64   // the share of importance that never fades
+	ment      float64   // the standing score's mentions term
+	boost     float64   // the fact score's type and confidence factor
 	tokens    int
 	typ       Type
 	slot      string // the subject, when it names a slot of its own (slotted)
@@ -191,6 +199,16 @@ func sortedJaccard(a, b []int32) float64 {
 type visPool struct {
 	standing []*Unit
 	summary  []*Unit
+	// derived and rowids are the standing units' (the index's: nil from
+	// SQLite), so scoring reads them and not the units.
+	derived []*derived
+	rowids  []int64
+}
+
+// knowsDerived is a source (the index) whose match answers come with the
+// units' derived data and row ids (of match's i-th unit, the i-th of each).
+type knowsDerived interface {
+	matchedDerived() ([]*derived, []int64)
 }
 
 // standingPool bounds the standing units a query considers.
@@ -269,30 +287,19 @@ func continuity(text string) bool {
 		}
 		return false
 	}
+	// One lower-cased copy (on the stack for a turn's question), then the
+	// library's vectorised search per hint.
+	var buf [512]byte
+	lower := buf[:0]
+	if len(text) > len(buf) {
+		lower = make([]byte, 0, len(text))
+	}
+	for i := 0; i < len(text); i++ {
+		lower = append(lower, lowerASCII(text[i]))
+	}
 	for _, h := range continuityHints {
-		if containsLowerASCII(text, h) {
+		if h[0] < 0x80 && bytes.Contains(lower, []byte(h)) {
 			return continuityCue.MatchString(text)
-		}
-	}
-	return false
-}
-
-// containsLowerASCII is strings.Contains(strings.ToLower(s), h) for an
-// ASCII s, without lower-casing a copy.
-func containsLowerASCII(s, h string) bool {
-	if len(h) == 0 {
-		return true
-	}
-	if h[0] >= 0x80 {
-		return false // an ASCII text holds no other letters
-	}
-	for i := 0; i+len(h) <= len(s); i++ {
-		j := 0
-		for j < len(h) && lowerASCII(s[i+j]) == h[j] {
-			j++
-		}
-		if j == len(h) {
-			return true
 		}
 	}
 	return false
@@ -350,7 +357,7 @@ func (c *scored) hit(asRule bool) Hit {
 // scoreScratch is what one scoring works in: maps and slices reused from
 // query to query (the request path allocates little).
 type scoreScratch struct {
-	cands   map[int64]*scored
+	cands   candTable
 	order   []*scored // the candidates, in the order they were added
 	slab    []scored  // candidates, allocated together
 	maxBM   float64   // the best bm25 (negated) among the lexical matches
@@ -365,6 +372,7 @@ type scoreScratch struct {
 	ex      expansion
 	facts   []*scored
 	rules   []*scored
+	touched int32 // what touch read (kept, so the reads are not optimised away)
 }
 
 // termSet is a bitset of (non-negative) term ids: a cheap first test, in
@@ -406,7 +414,7 @@ func (s *termSet) reset() {
 var scoreScratches = sync.Pool{New: func() any {
 	// Room for every candidate of two visibilities (their pools, the
 	// lexical matches, summaries) in one slab.
-	return &scoreScratch{cands: make(map[int64]*scored, 128), slab: make([]scored, 0, 128), cos: map[int64]float64{}}
+	return &scoreScratch{slab: make([]scored, 0, 128), cos: map[int64]float64{}}
 }}
 
 func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratch) }
@@ -414,7 +422,7 @@ func newScoreScratch() *scoreScratch { return scoreScratches.Get().(*scoreScratc
 // release returns the scratch for reuse: nothing score returned may be
 // used after it.
 func (sc *scoreScratch) release() {
-	clear(sc.cands)
+	sc.cands.reset()
 	clear(sc.order)
 	sc.maxBM = 0
 	clear(sc.cos)
@@ -430,6 +438,68 @@ func (sc *scoreScratch) release() {
 	scoreScratches.Put(sc)
 }
 
+// candTable maps row ids to candidates: an open-addressed table that grows
+// with them (a few dozen per query), cleared by what it holds.
+type candTable struct {
+	keys []int64
+	vals []*scored
+	used []int32 // the cells in use
+	mask uint64
+}
+
+func (t *candTable) home(id int64) uint64 { return (uint64(id) * 0x9E3779B97F4A7C15 >> 32) & t.mask }
+
+func (t *candTable) get(id int64) *scored {
+	if len(t.vals) == 0 {
+		return nil
+	}
+	for i := t.home(id); t.vals[i] != nil; i = (i + 1) & t.mask {
+		if t.keys[i] == id {
+			return t.vals[i]
+		}
+	}
+	return nil
+}
+
+// put adds id (not in the table) with c.
+func (t *candTable) put(id int64, c *scored) {
+	if 2*(len(t.used)+1) > len(t.vals) {
+		t.grow()
+	}
+	i := t.home(id)
+	for t.vals[i] != nil {
+		i = (i + 1) & t.mask
+	}
+	t.keys[i], t.vals[i] = id, c
+	t.used = append(t.used, int32(i))
+}
+
+func (t *candTable) grow() {
+	keys, vals, used := t.keys, t.vals, t.used
+	size := max(256, 2*len(vals))
+	t.keys, t.vals, t.used, t.mask = make([]int64, size), make([]*scored, size), make([]int32, 0, size/2), uint64(size-1)
+	for _, i := range used {
+		t.put(keys[i], vals[i])
+	}
+}
+
+func (t *candTable) reset() {
+	for _, i := range t.used {
+		t.vals[i] = nil
+	}
+	t.used = t.used[:0]
+}
+
+// tableSize is the size of an open-addressed table for n keys: a power of
+// two no smaller than least, at most half full.
+func tableSize(least, n int) int {
+	size := least
+	for size < 2*n {
+		size *= 2
+	}
+	return size
+}
+
 // termWeights maps term ids to weights: a small open-addressed table, as
 // the hot loop looks up every term of every candidate.
 type termWeights struct {
@@ -441,10 +511,7 @@ type termWeights struct {
 
 // reset empties the table for up to n terms.
 func (w *termWeights) reset(n int) {
-	size := 16
-	for size < 2*n {
-		size *= 2
-	}
+	size := tableSize(16, n)
 	if cap(w.keys) < size {
 		w.keys, w.vals, w.used = make([]int32, size), make([]float64, size), make([]bool, size)
 	}
@@ -577,22 +644,33 @@ func (qt *queryTerms) idf(i int) float64 {
 	return math.Log(1 + (float64(qt.total)-d+0.5)/(d+0.5))
 }
 
-// add makes u a candidate (once; pool marks it as from the standing pool).
-func (sc *scoreScratch) add(u *Unit, pool bool) *scored {
-	if c, ok := sc.cands[u.rowid]; ok {
+// add makes u, of row rowid, a candidate (once; pool marks it as from the
+// standing pool). d is u's derived when the source knows it (nil:
+// rankCandidates asks); neither is read here (cache misses: touch overlaps them).
+func (sc *scoreScratch) add(u *Unit, d *derived, rowid int64, pool bool) *scored {
+	if c := sc.cands.get(rowid); c != nil {
 		c.pool = c.pool || pool
 		return c
 	}
 	var c *scored
 	if len(sc.slab) < cap(sc.slab) { // never grown: the candidates point into it
-		sc.slab = append(sc.slab, scored{u: u, pool: pool})
+		sc.slab = append(sc.slab, scored{u: u, d: d, pool: pool})
 		c = &sc.slab[len(sc.slab)-1]
 	} else {
-		c = &scored{u: u, pool: pool}
+		c = &scored{u: u, d: d, pool: pool}
 	}
-	sc.cands[u.rowid] = c
+	sc.cands.put(rowid, c)
 	sc.order = append(sc.order, c)
 	return c
+}
+
+// addKnown adds the i-th of units whose derived and row ids the source
+// gave (ds and ids, nil when it did not).
+func (sc *scoreScratch) addKnown(u *Unit, ds []*derived, ids []int64, i int, pool bool) *scored {
+	if ds == nil {
+		return sc.add(u, nil, u.rowid, pool)
+	}
+	return sc.add(u, ds[i], ids[i], pool)
 }
 
 // addLexical adds the best bm25 matches of the chosen terms, keeping their
@@ -614,8 +692,13 @@ func (sc *scoreScratch) addLexical(ctx context.Context, src source, qt *queryTer
 	if err != nil {
 		return err
 	}
+	var ds []*derived
+	var ids []int64
+	if k, ok := src.(knowsDerived); ok {
+		ds, ids = k.matchedDerived()
+	}
 	for i, u := range units {
-		c := sc.add(u, false)
+		c := sc.addKnown(u, ds, ids, i, false)
 		c.bm, c.hasBM = scores[i], true
 		sc.maxBM = max(sc.maxBM, -scores[i])
 	}
@@ -643,12 +726,12 @@ func (s *Store) addPools(ctx context.Context, src source, vis []string, standing
 		if err != nil {
 			return err
 		}
-		for _, u := range p.standing {
-			sc.add(u, true)
+		for i, u := range p.standing {
+			sc.addKnown(u, p.derived, p.rowids, i, true)
 		}
 		if cue {
 			for _, u := range p.summary {
-				sc.add(u, false)
+				sc.add(u, nil, u.rowid, false)
 			}
 		}
 	}
@@ -667,7 +750,7 @@ func (s *Store) addNearest(ctx context.Context, src source, q Query, vis []strin
 	}
 	var need []int64
 	for id := range sc.cos {
-		if _, ok := sc.cands[id]; !ok {
+		if sc.cands.get(id) == nil {
 			need = append(need, id)
 		}
 	}
@@ -677,7 +760,7 @@ func (s *Store) addNearest(ctx context.Context, src source, q Query, vis []strin
 		return fmt.Errorf("memory: read hits: %w", err)
 	}
 	for _, u := range units {
-		sc.add(u, false)
+		sc.add(u, nil, u.rowid, false)
 	}
 	return nil
 }
@@ -706,9 +789,13 @@ func (sc *scoreScratch) weighTerms(src source, qt *queryTerms) float64 {
 func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, standing bool, qw float64, sc *scoreScratch) []*scored {
 	maxBM := sc.maxBM
 	embOn := s.embeddingsOn()
+	sc.touch()
 	out := sc.out
 	for _, c := range sc.order {
-		d := src.derived(c.u)
+		d := c.d
+		if d == nil {
+			d = src.derived(c.u)
+		}
 		w := &d.w
 		if !w.live(now) || !contains(vis, w.vis) {
 			continue
@@ -735,6 +822,10 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 		lex += 0.5 * min(1, 2*cov)
 		c.matched, c.emb, c.cue = matched, emb, isCue
 		c.standingKind = w.standing
+		relevant := len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
+		if standing && !c.standingKind && !relevant {
+			continue // the request path keeps a fact only when the turn is about it
+		}
 		age := w.ageDays(now)
 		imp := w.importance(age)
 		if !standing || !c.standingKind {
@@ -743,7 +834,7 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 				ent = sc.entityOverlap(d)
 			}
 			c.score = w.factScore(age, imp, lex, ent, emb, embOn, isCue)
-			c.relevant = len(matched) > 0 && (len(matched) >= 2 || cov >= relevantCoverage) || emb >= minCosine || isCue
+			c.relevant = relevant
 		}
 		if c.standingKind {
 			rel := 0.0
@@ -756,6 +847,20 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 	}
 	sc.out = out
 	return out
+}
+
+// touch reads, first, what scoring reads of each candidate known to the
+// index: loads independent of each other, which the processor overlaps,
+// where the scoring loop would wait for each candidate's in turn (they are
+// cache misses: the candidates are scattered over the heap).
+func (sc *scoreScratch) touch() {
+	var sum int32
+	for _, c := range sc.order {
+		if d := c.d; d != nil && len(d.ids) > 0 {
+			sum += d.ids[0] + int32(d.w.tokens)
+		}
+	}
+	sc.touched = sum
 }
 
 // coverage returns the query terms d holds (in sc.matched, capped so

@@ -121,20 +121,29 @@ func typeRank(t Type) int {
 }
 
 func renderBody(items []item) string {
-	var buf [32]int
-	order := buf[:0]
-	for i := range items {
-		order = append(order, i)
+	// The sort keys, read once per item (not once per comparison).
+	type key struct {
+		rank int
+		sec  int64
+		nsec int
+		i    int
 	}
-	slices.SortFunc(order, func(x, y int) int {
-		a, b := &items[x], &items[y]
-		if a.typ != b.typ {
-			return cmp.Compare(typeRank(a.typ), typeRank(b.typ))
+	var buf [32]key
+	keys := buf[:0]
+	for i := range items {
+		keys = append(keys, key{typeRank(items[i].typ), items[i].said.Unix(), items[i].said.Nanosecond(), i})
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.rank != b.rank {
+			return cmp.Compare(a.rank, b.rank)
 		}
-		if !a.said.Equal(b.said) {
-			return a.said.Compare(b.said)
+		if a.sec != b.sec {
+			return cmp.Compare(a.sec, b.sec)
 		}
-		return strings.Compare(a.id, b.id)
+		if a.nsec != b.nsec {
+			return cmp.Compare(a.nsec, b.nsec)
+		}
+		return strings.Compare(items[a.i].id, items[b.i].id)
 	})
 	size := 0
 	for i := range items {
@@ -143,8 +152,8 @@ func renderBody(items []item) string {
 	var b strings.Builder
 	b.Grow(size + 32*len(Types))
 	var last Type
-	for k, i := range order {
-		it := &items[i]
+	for k, x := range keys {
+		it := &items[x.i]
 		if k == 0 || it.typ != last {
 			if k > 0 {
 				b.WriteString("\n")

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
@@ -245,7 +246,17 @@ func nearDuplicate(a, b *scored) bool {
 	if 10*min(x, y) < 6*max(x, y) { // |a∩b|/|a∪b| ≤ min/max < 0.6
 		return false
 	}
+	if 8*overlapBound(a.d, b.d) < 3*(x+y) { // |a∩b| < 0.375 (|a|+|b|): |a∩b|/|a∪b| < 0.6
+		return false
+	}
 	return sortedJaccard(a.d.sorted, b.d.sorted) >= 0.6
+}
+
+// overlapBound bounds |a∩b| of two units' terms from their signatures: the
+// common terms set bits both signatures hold, and at most |a| − bits(a)
+// of a's terms share a bit with another of a's.
+func overlapBound(a, b *derived) int {
+	return min(bits.OnesCount64(a.sig&b.sig)+len(a.sorted)-a.sigN, bits.OnesCount64(a.sig&b.sig)+len(b.sorted)-b.sigN)
 }
 
 // SearchQuery is a lexical search (CLI, HTTP).

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 	"unicode"
@@ -30,45 +31,29 @@ func isCJK(r rune) bool {
 // Terms splits text into index terms, in order, duplicates kept.
 func Terms(text string) []string {
 	var out []string
-	var word []rune
+	var wordBuf [maxTermLen + 8]byte
+	word := wordBuf[:0] // UTF-8, lower-cased
 	var cjk []rune
 	flushWord := func() {
 		if len(word) == 0 {
 			return
 		}
-		w := string(word)
+		raw := word
 		word = word[:0]
-		if len(w) > maxTermLen {
+		if len(raw) > maxTermLen {
 			return
 		}
-		if stopEN[strings.ReplaceAll(w, "'", "")] {
+		// A stop word is ruled out before it is copied into a string.
+		apostrophe := bytes.IndexByte(raw, '\'') >= 0
+		if !apostrophe && stopEN[string(raw)] {
 			return
 		}
-		if a, ok := aliases[w]; ok {
-			w = stem(a)
-		} else {
-			w = canonical(stem(w))
+		if w, ok := wordTerm(string(raw)); ok {
+			out = append(out, w)
 		}
-		if w == "" || stopEN[w] {
-			return
-		}
-		out = append(out, w)
 	}
 	flushCJK := func() {
-		switch len(cjk) {
-		case 0:
-			return
-		case 1:
-			if s := string(cjk); !stopZH1[s] {
-				out = append(out, s)
-			}
-		default:
-			for i := 0; i+1 < len(cjk); i++ {
-				if b := string(cjk[i : i+2]); !stopZH[b] {
-					out = append(out, b)
-				}
-			}
-		}
+		out = appendCJKTerms(out, cjk)
 		cjk = cjk[:0]
 	}
 	for _, r := range text {
@@ -76,9 +61,15 @@ func Terms(text string) []string {
 		case isCJK(r):
 			flushWord()
 			cjk = append(cjk, r)
+		case r < utf8.RuneSelf && ('a' <= r && r <= 'z' || '0' <= r && r <= '9'):
+			flushCJK()
+			word = append(word, byte(r))
+		case 'A' <= r && r <= 'Z':
+			flushCJK()
+			word = append(word, byte(r)+('a'-'A'))
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			flushCJK()
-			word = append(word, unicode.ToLower(r))
+			word = utf8.AppendRune(word, unicode.ToLower(r))
 		case r == '\'' || r == '\u2019':
 			// "don't", "user's": keep the apostrophe out of the term but do
 			// not split the word in two.
@@ -93,6 +84,41 @@ func Terms(text string) []string {
 	}
 	flushWord()
 	flushCJK()
+	return out
+}
+
+// wordTerm is the term of a lower-cased word (false: none, a stop word).
+func wordTerm(w string) (string, bool) {
+	if strings.IndexByte(w, '\'') >= 0 && stopEN[strings.ReplaceAll(w, "'", "")] {
+		return "", false
+	}
+	if a, ok := aliases[w]; ok {
+		w = stem(a)
+	} else {
+		w = canonical(stem(w))
+	}
+	if w == "" || stopEN[w] {
+		return "", false
+	}
+	return w, true
+}
+
+// appendCJKTerms appends the terms of a run of CJK characters: the
+// character alone, or its overlapping bigrams.
+func appendCJKTerms(out []string, cjk []rune) []string {
+	switch len(cjk) {
+	case 0:
+	case 1:
+		if s := string(cjk); !stopZH1[s] {
+			out = append(out, s)
+		}
+	default:
+		for i := 0; i+1 < len(cjk); i++ {
+			if b := string(cjk[i : i+2]); !stopZH[b] {
+				out = append(out, b)
+			}
+		}
+	}
 	return out
 }
 
