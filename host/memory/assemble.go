@@ -49,33 +49,26 @@ type Host struct {
 // the provider (local store, or the remote of memory.sidecar_url), the turn
 // listener and jobs (unless memory.manual_trigger or auto_extract off), and
 // the HTTP routes.
-func Assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
+func Assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core, log zerolog.Logger, o AssembleOptions) (h *Host, err error) {
 	m := cfg.Memory
 	if !m.Enabled {
 		return &Host{Routes: []route.Route{{Pattern: "/v1/memory/", Handler: func(w http.ResponseWriter, _ *http.Request) {
 			WriteError(w, http.StatusServiceUnavailable, "memory is disabled on this host (memory.enabled: false)")
 		}}}}, nil
 	}
-	var usage *asyncusage.Recorder
 	if m.UseEmbeddings && o.Embedder == nil {
 		// Queries are embedded on the request path: their usage is
 		// recorded from a background goroutine, never written there.
-		usage = asyncusage.New(st)
+		usage := asyncusage.New(st)
 		o.embedUsage = usage
+		defer func() {
+			if err != nil {
+				usage.Close()
+				return
+			}
+			h.usage = usage
+		}()
 	}
-	h, err := assemble(ctx, cfg, st, c, log, o)
-	if err != nil {
-		if usage != nil {
-			usage.Close()
-		}
-		return nil, err
-	}
-	h.usage = usage
-	return h, nil
-}
-
-func assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core, log zerolog.Logger, o AssembleOptions) (*Host, error) {
-	m := cfg.Memory
 	opts := OptionsFromConfig(cfg, st, log, o)
 	s := Open(st, opts)
 	if _, err := s.HostID(ctx); err != nil {
@@ -85,7 +78,7 @@ func assemble(ctx context.Context, cfg *config.Config, st Storage, c *core.Core,
 	if _, err := s.Recheck(ctx); err != nil {
 		return nil, err
 	}
-	h := &Host{Store: s, manual: m.ManualTrigger || !m.AutoExtract, timeout: o.FlushTimeout, log: log}
+	h = &Host{Store: s, manual: m.ManualTrigger || !m.AutoExtract, timeout: o.FlushTimeout, log: log}
 	if m.SidecarURL == "" {
 		// The request path ranks from memory, not SQLite.
 		if err := s.StartIndex(ctx); err != nil {
