@@ -217,18 +217,21 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	res := map[string]result{}
 	cpu := map[string]time.Duration{}
 	alloc := map[string]uint64{}
+	gcRuns := map[string]gcRun{}
 	var catchUp, cpuWithCatchUp time.Duration
 	var backlog int
 	for _, t := range targets {
 		u := t.url + "/v1/chat/completions"
-		runLoaded(client, u, loadedBodies(200, 99, t.block), 99) // warm-up
-		bodies := loadedBodies(n, 7, t.block)                    // built before the counters start
+		runLoaded(client, u, loadedBodies(200, 99, t.block), 99, nil) // warm-up
+		bodies := loadedBodies(n, 7, t.block)                         // built before the counters start
 		stop := func() {}
 		if strings.HasPrefix(t.name, "metaclaw") {
 			stop = startProfile(cpuProfile, blockProfile, memProfile, traceFile)
 		}
+		probe := newGCProbe(n)
 		cpu0, alloc0 := processCPU(), allocated()
-		r := runLoaded(client, u, bodies, 7)
+		r, g := runLoaded(client, u, bodies, 7, probe)
+		gcRuns[t.name] = g
 		cpu[t.name] = (processCPU() - cpu0) / time.Duration(n)
 		alloc[t.name] = (allocated() - alloc0) / uint64(n)
 		stop()
@@ -258,6 +261,7 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	fmt.Printf("so the proxy's own over bare: CPU %+.3f ms, allocated %+.1f KB per request\n",
 		ms(cpu["metaclaw proxy, loaded"]-cpu["bare httputil.ReverseProxy"]-upCPU),
 		(float64(alloc["metaclaw proxy, loaded"])-float64(alloc["bare httputil.ReverseProxy"])-upAlloc)/1024)
+	printGC(os.Stdout, []string{"bare httputil.ReverseProxy", "metaclaw proxy, loaded"}, gcRuns)
 }
 
 // What once measures: the whole answer, or a stream's time to first byte.

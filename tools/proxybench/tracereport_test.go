@@ -55,7 +55,7 @@ func TestTraceReport(t *testing.T) {
 	for i := range bodies {
 		bodies[i] = body
 	}
-	runLoaded(srv.Client(), srv.URL, bodies, 1)
+	runLoaded(srv.Client(), srv.URL, bodies, 1, nil)
 	trace.Stop()
 	f.Close()
 
