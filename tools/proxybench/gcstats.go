@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"time"
@@ -198,16 +197,22 @@ func percentiles(lat []time.Duration) result {
 	return result{p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}
 }
 
-// gcSettings describes the GC's settings of this process.
+// gcSettings describes the GC's settings of this process (read, not set:
+// turning the GC off and on again would wait for a running cycle).
 func gcSettings() string {
-	limit := debug.SetMemoryLimit(-1)
-	gogc := debug.SetGCPercent(-1)
-	debug.SetGCPercent(gogc)
-	l := "none"
-	if limit != math.MaxInt64 {
-		l = fmt.Sprintf("%d MiB", limit>>20)
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(s)
+	gogc, limit := "?", "?"
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		gogc = fmt.Sprint(s[0].Value.Uint64())
 	}
-	return fmt.Sprintf("GOMAXPROCS %d on %d CPUs, GOGC %d, memory limit %s", runtime.GOMAXPROCS(0), runtime.NumCPU(), gogc, l)
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		limit = "none"
+		if l := s[1].Value.Uint64(); l < math.MaxInt64 {
+			limit = fmt.Sprintf("%d MiB", l>>20)
+		}
+	}
+	return fmt.Sprintf("GOMAXPROCS %d on %d CPUs, GOGC %s, memory limit %s", runtime.GOMAXPROCS(0), runtime.NumCPU(), gogc, limit)
 }
 
 // heapFigures reads the live heap (as the last cycle marked it) and the
