@@ -27,8 +27,10 @@ func procsFor(env string, backgroundNice, current int) int {
 	return current + extraProcs
 }
 
-// setProcs applies procsFor to this process.
-func setProcs(backgroundNice int, log zerolog.Logger) {
+// SetProcs applies procsFor to this process: the daemon calls it at start,
+// and tools that run the host in process (proxybench) call it so they
+// measure what users run.
+func SetProcs(backgroundNice int, log zerolog.Logger) {
 	n := procsFor(os.Getenv("GOMAXPROCS"), backgroundNice, runtime.GOMAXPROCS(0))
 	if n == 0 {
 		return

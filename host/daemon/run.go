@@ -88,7 +88,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	}
 	defer st.Close()
 
-	setProcs(cfg.Runtime.BackgroundNice, log)
+	SetProcs(cfg.Runtime.BackgroundNice, log)
 	c := core.New(core.Options{
 		Store:        st,
 		Log:          log.With().Str("part", "core").Logger(),

@@ -276,16 +276,31 @@ func loadedBodies(n int, seed int64, block string) []string {
 // runLoaded sends the bodies in turn to url as the bench user, in one
 // session (an agent's conversation; a new session would first catch up with
 // the user's pending turns, see docs/memory.md).
-func runLoaded(client *http.Client, url string, bodies []string, seed int64) result {
+// With gc, it reads the GC's counts before each request and after the last,
+// and returns the GC figures of the run too.
+func runLoaded(client *http.Client, url string, bodies []string, seed int64, gc *gcProbe) (result, gcRun) {
 	n := len(bodies)
 	lat := make([]time.Duration, n)
+	var cpu0 gcCPU
+	if gc != nil {
+		cpu0 = readGCCPU()
+	}
 	start := time.Now()
 	for i := range bodies {
+		if gc != nil {
+			gc.observe()
+		}
 		// A region per request, so a trace shows which requests were slow
 		// and what the proxy's goroutines did meanwhile.
 		trace.WithRegion(context.Background(), "request", func() {
 			lat[i] = onceAs(client, url, bodies[i], "bench", fmt.Sprintf("bench-%d", seed))
 		})
 	}
-	return summarize(lat, time.Since(start))
+	elapsed := time.Since(start)
+	var g gcRun
+	if gc != nil {
+		gc.observe()
+		g = gcFigures(gc.obs, lat, cpu0, readGCCPU())
+	}
+	return summarize(lat, elapsed), g
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
+	"github.com/metaclaw-go/metaclaw/host/daemon"
 	"github.com/metaclaw-go/metaclaw/host/proxy"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/fakellm"
@@ -71,7 +72,7 @@ func main() {
 	flag.StringVar(&blockProfile, "blockprofile", "", "write block and mutex profiles of the loaded metaclaw run to this file (and .mutex)")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocation profile after the loaded metaclaw run to this file and the one before it to this file.base (read with go tool pprof -sample_index=alloc_space -diff_base FILE.base)")
 	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")
-	flag.IntVar(&backgroundNice, "background-nice", core.DefaultBackgroundNice, "runtime.background_nice of the loaded metaclaw run (0: background work at the process's priority)")
+	flag.IntVar(&backgroundNice, "background-nice", core.DefaultBackgroundNice, "runtime.background_nice of the loaded metaclaw run (0: background work at the process's priority); as in the daemon, above 0 it also sets GOMAXPROCS to Go's default + 2 for the loaded scenario unless GOMAXPROCS is in the environment")
 	flag.StringVar(&catchUpProfile, "catchup-cpuprofile", "", "write a CPU profile of learning catching up after the loaded metaclaw run's last answer to this file")
 	skipEmpty := flag.Bool("loaded-only", false, "run only the loaded scenario")
 	report := flag.String("tracereport", "", "instead of measuring, read a -trace file and print what its slowest requests waited on (their steps, runnable and blocked time, what else ran meanwhile)")
@@ -192,6 +193,9 @@ func main() {
 // loaded runs the loaded scenario: the three targets side by side, each on
 // the same sequential agent turns.
 func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
+	// As the daemon at start: Ps above the CPUs for niced background
+	// work, unless GOMAXPROCS is in the environment.
+	daemon.SetProcs(backgroundNice, zerolog.Nop())
 	t0 := time.Now()
 	ln, c, st, done, err := loadedHost(upstream, nMem, nSkills)
 	if err != nil {
@@ -217,18 +221,21 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	res := map[string]result{}
 	cpu := map[string]time.Duration{}
 	alloc := map[string]uint64{}
+	gcRuns := map[string]gcRun{}
 	var catchUp, cpuWithCatchUp time.Duration
 	var backlog int
 	for _, t := range targets {
 		u := t.url + "/v1/chat/completions"
-		runLoaded(client, u, loadedBodies(200, 99, t.block), 99) // warm-up
-		bodies := loadedBodies(n, 7, t.block)                    // built before the counters start
+		runLoaded(client, u, loadedBodies(200, 99, t.block), 99, nil) // warm-up
+		bodies := loadedBodies(n, 7, t.block)                         // built before the counters start
 		stop := func() {}
 		if strings.HasPrefix(t.name, "metaclaw") {
 			stop = startProfile(cpuProfile, blockProfile, memProfile, traceFile)
 		}
+		probe := newGCProbe(n)
 		cpu0, alloc0 := processCPU(), allocated()
-		r := runLoaded(client, u, bodies, 7)
+		r, g := runLoaded(client, u, bodies, 7, probe)
+		gcRuns[t.name] = g
 		cpu[t.name] = (processCPU() - cpu0) / time.Duration(n)
 		alloc[t.name] = (allocated() - alloc0) / uint64(n)
 		stop()
@@ -258,6 +265,7 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	fmt.Printf("so the proxy's own over bare: CPU %+.3f ms, allocated %+.1f KB per request\n",
 		ms(cpu["metaclaw proxy, loaded"]-cpu["bare httputil.ReverseProxy"]-upCPU),
 		(float64(alloc["metaclaw proxy, loaded"])-float64(alloc["bare httputil.ReverseProxy"])-upAlloc)/1024)
+	printGC(os.Stdout, []string{"bare httputil.ReverseProxy", "metaclaw proxy, loaded"}, gcRuns)
 }
 
 // What once measures: the whole answer, or a stream's time to first byte.

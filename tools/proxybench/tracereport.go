@@ -44,32 +44,49 @@ func (w *window) overlap(a, b xtrace.Time) time.Duration {
 // only compete with it for the Ps.
 var requestPath = []string{"client", "proxy handler", "context provider", "proxy transport", "http conn", "upstream"}
 
-// classify names what a goroutine is for from the functions on its stacks
-// (the first rule that any of its stacks matches).
-func classify(funcs []string) string {
-	rules := []struct{ class, substr string }{
-		{"GC worker", "runtime.gcBgMarkWorker"},
-		{"GC worker", "runtime.bgsweep"},
-		{"GC worker", "runtime.bgscavenge"},
-		{"sql watcher", "database/sql.(*Rows).awaitDone"},
-		{"sql watcher", "database/sql.(*Tx).awaitDone"},
-		{"sql watcher", "modernc.org/sqlite.interruptOnDone"},
-		{"checkpointer", "host/store.(*SQLite).checkpoint"},
-		{"checkpointer", "host/store.checkpoint"},
-		{"learning", "host/memory."},
-		{"learning", "host/core.(*Core).runJob"},
-		{"learning", "host/core.(*jobs)"},
-		{"recorder", "host/core.(*recorder)"},
-		{"context provider", "host/core.(*Core).start.func"},
-		{"context provider", "host/core.(*Core).ask"},
-		{"proxy handler", "host/proxy."},
-		{"client", "main.runLoaded"},
-		{"upstream", "internal/fakellm."},
-		{"proxy transport", "net/http.(*persistConn)"},
-		{"http conn", "net/http.(*connReader).backgroundRead"},
-		{"proxy handler", "net/http.(*conn).serve"}, // a server's goroutine: not the upstream's (above)
+// classify names what a goroutine is for from its entry function (root:
+// the function it was started with) and the functions on its stacks. A
+// rule with onRoot matches the entry alone: a frame that any goroutine
+// may have on its stack does not say what the goroutine is for (every
+// goroutine that runs a query has modernc.org/sqlite.interruptOnDone on
+// its stack while that query's watcher runs, and the proxy's handler and
+// the recorder call into host/memory). The first rule that matches wins.
+func classify(root string, funcs []string) string {
+	rules := []struct {
+		class, substr string
+		onRoot        bool
+	}{
+		{"GC worker", "runtime.gcBgMarkWorker", true},
+		{"GC worker", "runtime.bgsweep", true},
+		{"GC worker", "runtime.bgscavenge", true},
+		// A query's context watchers: database/sql's for a Rows or a
+		// Tx, modernc's to interrupt SQLite when the context ends.
+		{"sql watcher", "database/sql.(*Rows).awaitDone", true},
+		{"sql watcher", "database/sql.(*Tx).awaitDone", true},
+		{"sql watcher", "modernc.org/sqlite.interruptOnDone.func", true},
+		{"checkpointer", "host/store.(*SQLite).checkpoint", true},
+		{"checkpointer", "host/store.checkpoint", true},
+		{"recorder", "host/core.(*recorder)", true},
+		{"context provider", "host/core.(*Core).start.func", true},
+		{"context provider", "host/core.(*Core).ask", true},
+		{"client", "main.runLoaded", false},
+		{"upstream", "internal/fakellm.", false},
+		{"proxy handler", "host/proxy.", false},
+		{"learning", "host/core.(*Core).GoBackground", false},
+		{"learning", "host/memory.", false},
+		{"learning", "host/core.(*Core).runJob", false},
+		{"learning", "host/core.(*jobs)", false},
+		{"proxy transport", "net/http.(*persistConn)", false},
+		{"http conn", "net/http.(*connReader).backgroundRead", false},
+		{"proxy handler", "net/http.(*conn).serve", false}, // a server's goroutine: not the upstream's (above)
 	}
 	for _, r := range rules {
+		if r.onRoot {
+			if strings.Contains(root, r.substr) {
+				return r.class
+			}
+			continue
+		}
 		for _, f := range funcs {
 			if strings.Contains(f, r.substr) {
 				return r.class
@@ -81,12 +98,38 @@ func classify(funcs []string) string {
 
 // goroutine is what the report tracks of one goroutine.
 type goroutine struct {
-	funcs     []string // distinct functions seen on its stacks
-	creator   []string // the functions of the stack that created it
-	state     string
-	since     xtrace.Time
-	stack     string     // where it blocked: the project's and database/sql's frames
-	intervals []interval // its state intervals that touch a window
+	funcs       []string // distinct functions seen on its stacks
+	root        string   // its entry function: see setRoot
+	rootDepth   int
+	creator     []string // the functions of the stack that created it
+	creatorRoot string
+	state       string
+	since       xtrace.Time
+	stack       string     // where it blocked: the project's and database/sql's frames
+	intervals   []interval // its state intervals that touch a window
+}
+
+// setRoot keeps the outermost frame of the shallowest stack seen as the
+// goroutine's entry function: its creation stack is that function alone,
+// and a deep stack may be cut short of it.
+func (g *goroutine) setRoot(s xtrace.Stack) {
+	n, root := 0, ""
+	for f := range s.Frames() {
+		n++
+		root = f.Func
+	}
+	if n > 0 && (g.root == "" || n < g.rootDepth) {
+		g.root, g.rootDepth = root, n
+	}
+}
+
+// rootOf is the outermost frame of a stack.
+func rootOf(s xtrace.Stack) string {
+	root := ""
+	for f := range s.Frames() {
+		root = f.Func
+	}
+	return root
 }
 
 type interval struct {
@@ -182,10 +225,11 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 	}
 	see := func(g *goroutine, s xtrace.Stack) {
 		for f := range s.Frames() {
-			if !slices.Contains(g.funcs, f.Func) && len(g.funcs) < 64 {
+			if !slices.Contains(g.funcs, f.Func) && len(g.funcs) < 512 {
 				g.funcs = append(g.funcs, f.Func)
 			}
 		}
+		g.setRoot(s)
 	}
 	regionStart := map[xtrace.GoID]map[string]xtrace.Time{}
 	var markStart xtrace.Time
@@ -211,6 +255,7 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 				for fr := range e.Stack().Frames() {
 					g.creator = append(g.creator, fr.Func)
 				}
+				g.creatorRoot = rootOf(e.Stack())
 			}
 			g.state, g.since = stateName(to, st.Reason), e.Time()
 			g.stack = ""
@@ -254,10 +299,10 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 		return nil, err
 	}
 	for _, g := range gs {
-		class := classify(g.funcs)
+		class := classify(g.root, g.funcs)
 		if class == "other" && len(g.creator) > 0 {
-			// Helpers (a query's cancellation watcher) work for their creator.
-			class = classify(g.creator)
+			// Helpers (a handler's goroutine aside) work for their creator.
+			class = classify(g.creatorRoot, g.creator)
 		}
 		if class == "recorder" || slices.Contains(requestPath, class) {
 			for _, iv := range g.intervals {

@@ -55,7 +55,7 @@ func TestTraceReport(t *testing.T) {
 	for i := range bodies {
 		bodies[i] = body
 	}
-	runLoaded(srv.Client(), srv.URL, bodies, 1)
+	runLoaded(srv.Client(), srv.URL, bodies, 1, nil)
 	trace.Stop()
 	f.Close()
 
@@ -91,5 +91,43 @@ func TestTraceReportErrors(t *testing.T) {
 	os.WriteFile(empty, []byte("hello"), 0o600)
 	if err := traceReport(&out, empty, 30); err == nil || !strings.Contains(err.Error(), "reading") {
 		t.Errorf("not a trace: %v", err)
+	}
+}
+
+// TestClassify uses stacks seen in a loaded run's trace: a frame any
+// goroutine may have on its stack (the query watcher's creator, memory's
+// retrieval) must not decide its class; its entry function does.
+func TestClassify(t *testing.T) {
+	const mc = "github.com/metaclaw-go/metaclaw/"
+	query := []string{"modernc.org/sqlite.interruptOnDone", "modernc.org/sqlite.(*stmt).query", "database/sql.(*DB).QueryContext"}
+	for _, tc := range []struct {
+		name, root string
+		funcs      []string
+		want       string
+	}{
+		{"the proxy's handler running a query and memory's retrieval", "net/http.(*conn).serve",
+			append([]string{mc + "host/proxy.(*phase).to", mc + "host/memory.meta"}, query...), "proxy handler"},
+		{"modernc's interrupt goroutine", "modernc.org/sqlite.interruptOnDone.func1",
+			[]string{"modernc.org/sqlite.interruptOnDone.func1", "runtime.selectgo"}, "sql watcher"},
+		{"database/sql's Rows watcher", "database/sql.(*Rows).awaitDone", []string{"database/sql.(*Rows).awaitDone"}, "sql watcher"},
+		{"the checkpointer running a query", mc + "host/store.(*SQLite).checkpointer.func1",
+			append([]string{mc + "host/store.(*SQLite).checkpointer.func1"}, query...), "checkpointer"},
+		{"the recorder, whose turns reach memory's hooks", mc + "host/core.(*recorder).loop",
+			[]string{mc + "host/core.(*recorder).loop", mc + "host/memory.(*Ingester).OnTurn", mc + "host/core.(*jobs).enqueue"}, "recorder"},
+		{"a context provider running memory's retrieval", mc + "host/core.(*Core).start.func1",
+			[]string{mc + "host/core.(*Core).start.func1", mc + "host/memory.(*Provider).Context"}, "context provider"},
+		{"a niced job worker", mc + "host/core.(*Core).GoBackground.func1",
+			append([]string{mc + "host/memory.(*Store).Ingest", mc + "host/core.(*jobs).work"}, query...), "learning"},
+		{"memory's index poller", mc + "host/memory.(*Store).pollIndex", append([]string{mc + "host/memory.meta"}, query...), "learning"},
+		{"the fake upstream", "net/http.(*conn).serve", []string{"github.com/metaclaw-go/metaclaw/internal/fakellm.(*Server).openai"}, "upstream"},
+		{"the bare proxy's handler", "net/http.(*conn).serve", []string{"net/http/httputil.(*ReverseProxy).ServeHTTP", "net/http.(*conn).serve"}, "proxy handler"},
+		{"a GC mark worker", "runtime.gcBgMarkWorker", []string{"runtime.gcBgMarkWorker"}, "GC worker"},
+		{"the tracer's own goroutine", "runtime.(*traceAdvancerState).start.func1", nil, "other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := classify(tc.root, tc.funcs); got != tc.want {
+				t.Errorf("classify(%q, %q) = %q, want %q", tc.root, tc.funcs, got, tc.want)
+			}
+		})
 	}
 }
