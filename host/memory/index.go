@@ -54,7 +54,14 @@ type memIndex struct {
 	dict   termDict
 	visIDs map[string]int32   // visibility key → id (of the posting keys)
 	rows   []indexRow         // by slot
+	drv    chunked[derived]   // by slot: each row's derived data
 	free   []int32            // free slots
+
+	// The arenas of the rows' data (indexarena.go).
+	units    arena[byte]   // the units, encoded
+	text     arena[byte]   // the strings derived holds
+	ints     arena[int32]  // derived's term ids
+	keyArena arena[uint64] // the rows' posting keys
 	slotOf map[int64]int32    // row id → slot
 	post   map[uint64][]ipost // postKey(visibility, term) → rows holding it, each once, with its count
 	visN   map[string]int     // rows per visibility key (memory_terms' "#"+key)
@@ -65,6 +72,7 @@ type memIndex struct {
 	tfScratch  map[uint64]int32  // add's term counts (under the write lock)
 	strs       map[string]string // share's strings
 	keyScratch []uint64          // add's posting keys (under the write lock)
+	encScratch []byte            // add's unit encoding (under the write lock)
 	scratch    scratchStack
 
 	poolMu sync.Mutex // guards the cached rankings in standing (readers rank under the read lock)
@@ -225,8 +233,8 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 func (ix *memIndex) generation() int64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if ix.spoiled {
-		return -1
+	if ix.spoiled || ix.wasteful() {
+		return -1 // the poller rebuilds it
 	}
 	return ix.gen
 }
