@@ -52,22 +52,23 @@ type memIndex struct {
 	nTok    int64 // tokens of memory_fts over every row and column
 
 	dict   termDict
-	visIDs map[string]int32   // visibility key → id (of the posting keys)
-	rows   []indexRow         // by slot
-	drv    chunked[derived]   // by slot: each row's derived data
-	free   []int32            // free slots
+	visIDs map[string]int32 // visibility key → id (of the posting keys)
+	rows   []indexRow       // by slot
+	drv    chunked[derived] // by slot: each row's derived data
+	free   []int32          // free slots
 
-	// The arenas of the rows' data (indexarena.go).
-	units    arena[byte]   // the units, encoded
-	text     arena[byte]   // the strings derived holds
-	ints     arena[int32]  // derived's term ids
-	keyArena arena[uint64] // the rows' posting keys
 	slotOf map[int64]int32    // row id → slot
 	post   map[uint64][]ipost // postKey(visibility, term) → rows holding it, each once, with its count
 	visN   map[string]int     // rows per visibility key (memory_terms' "#"+key)
 	byVis  map[string]map[int64]struct{}
 	vecs   map[int64][]float32 // embeddings (with an embedder only)
 	withV  bool
+
+	// The arenas of the rows' data (indexarena.go).
+	units    arena[byte]   // the units, encoded
+	text     arena[byte]   // the strings derived holds
+	ints     arena[int32]  // derived's term ids
+	keyArena arena[uint64] // the rows' posting keys
 
 	tfScratch  map[uint64]int32  // add's term counts (under the write lock)
 	strs       map[string]string // share's strings
