@@ -75,3 +75,64 @@ func TestArena(t *testing.T) {
 		t.Fatalf("live %d dead %d after dropping all but one string", a.live, a.dead)
 	}
 }
+
+// The index gives back what it holds of a unit: the unit it decodes is the
+// one added, its derived data is the one deriveUnit makes, and removals
+// leave the arenas dead, not live, until the index asks to be rebuilt.
+func TestIndexKeepsNoUnit(t *testing.T) {
+	ix, units := testIndex(t, 2000, 31)
+	ix.gen = 7
+	sqlIDs := map[string]int32{}
+	termID := func(s string) int32 {
+		if id, ok := ix.dict.lookup(s); ok {
+			return id
+		}
+		id, ok := sqlIDs[s]
+		if !ok {
+			id = -int32(len(sqlIDs)) - 1
+			sqlIDs[s] = id
+		}
+		return id
+	}
+	for _, want := range units {
+		got, ok := ix.unit(want.rowid)
+		if !ok {
+			t.Fatalf("row %d not indexed", want.rowid)
+		}
+		d := got.d
+		got.d, want.d = nil, nil
+		if !reflect.DeepEqual(*got, *want) {
+			t.Fatalf("row %d:\ngot  %#v\nwant %#v", want.rowid, *got, *want)
+		}
+		ref := deriveUnit(want, termID)
+		if !reflect.DeepEqual(*d, *ref) {
+			t.Fatalf("row %d derived:\ngot  %#v\nwant %#v", want.rowid, *d, *ref)
+		}
+	}
+	if ix.generation() != 7 {
+		t.Fatalf("generation %d before churn", ix.generation())
+	}
+	// Churn: every unit removed and added again, until the arenas hold more
+	// dead than live.
+	for round := 0; !ix.wasteful(); round++ {
+		if round == 100 {
+			t.Fatal("the arenas never became wasteful")
+		}
+		for _, u := range units {
+			ix.remove(u.rowid)
+			ix.add(u, ftsTokens(u.vis, indexTerms(u)))
+		}
+		if live := ix.units.live; live <= 0 || ix.units.dead != (round+1)*live {
+			t.Fatalf("round %d: units arena live %d dead %d", round, live, ix.units.dead)
+		}
+	}
+	if ix.generation() != -1 {
+		t.Fatalf("wasteful index has generation %d: the poller would not rebuild it", ix.generation())
+	}
+	for _, u := range units {
+		ix.remove(u.rowid)
+	}
+	if ix.units.live != 0 || ix.text.live != 0 || ix.ints.live != 0 || ix.keyArena.live != 0 {
+		t.Fatalf("after removing every row: live %d %d %d %d", ix.units.live, ix.text.live, ix.ints.live, ix.keyArena.live)
+	}
+}
