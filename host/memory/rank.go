@@ -66,11 +66,11 @@ type derived struct {
 	sorted []int32     // the ids, sorted (for overlap)
 	ents   []int32     // the term ids of each entity, each followed by entEnd
 	nEnts  int
-	line   string // the rendered bullet
-	sig    uint64 // a bit per term id (id mod 64): bounds overlaps (nearDuplicate)
-	sigN   int    // bits set in sig
-	id     string // the unit's public id
-	said   time.Time
+	line   string    // the rendered bullet
+	sig    uint64    // a bit per term id (id mod 64): bounds overlaps (nearDuplicate)
+	sigN   int       // bits set in sig
+	id     string    // the unit's public id
+	said   time.Time // in UTC (rendering reads its instant only)
 }
 
 // entEnd ends an entity's term ids in derived.ents.
@@ -97,7 +97,7 @@ func fillDerived(d *derived, u *Unit, id func(string) int32, slab func(int) []in
 	}
 	ints := slab(2*n + ne) // one allocation for the three lists
 	*d = derived{ids: ints[:n:n], sorted: ints[n : 2*n : 2*n], ents: ints[2*n:], nEnts: len(u.Entities), line: renderLine(u), w: weightsOf(u),
-		id: u.ID, said: u.SaidAt}
+		id: u.ID, said: u.SaidAt.UTC()}
 	if keep != nil {
 		d.line, d.id, d.w.slot = keep(d.line), keep(d.id), keep(d.w.slot)
 	}
