@@ -81,11 +81,13 @@ type memIndex struct {
 }
 
 func newMemIndex(withVecs bool) *memIndex {
-	return &memIndex{
+	ix := &memIndex{
 		dict: newTermDict(), visIDs: map[string]int32{}, slotOf: map[int64]int32{}, post: map[uint64][]ipost{}, visN: map[string]int{},
 		byVis: map[string]map[int64]struct{}{}, vecs: map[int64][]float32{}, withV: withVecs,
 		tfScratch: map[uint64]int32{}, stand: map[string]*visStanding{}, strs: map[string]string{},
 	}
+	ix.dict.text = &ix.text
+	return ix
 }
 
 // indexState is the Store's index and its housekeeping.

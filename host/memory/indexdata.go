@@ -14,12 +14,15 @@ import (
 // reusable per-slot array instead of a map, and the garbage collector has
 // one pointer per posting list to follow, not one per posting.
 
-// termDict interns terms to ids; an id is freed when no unit holds it.
+// termDict interns terms to ids; an id is freed when no unit holds it. A
+// term's string is a copy in text (when set: the index's arena), not one
+// object per term for the collector to mark.
 type termDict struct {
 	ids  map[string]int32
 	strs []string
 	refs []int32
 	free []int32
+	text *arena[byte]
 }
 
 func newTermDict() termDict { return termDict{ids: map[string]int32{}} }
@@ -28,6 +31,9 @@ func newTermDict() termDict { return termDict{ids: map[string]int32{}} }
 func (d *termDict) intern(t string) int32 {
 	id, ok := d.ids[t]
 	if !ok {
+		if d.text != nil {
+			t = arenaStr(d.text, t)
+		}
 		if n := len(d.free); n > 0 {
 			id = d.free[n-1]
 			d.free = d.free[:n-1]
@@ -46,6 +52,9 @@ func (d *termDict) intern(t string) int32 {
 // release drops one holder of id.
 func (d *termDict) release(id int32) {
 	if d.refs[id]--; d.refs[id] == 0 {
+		if d.text != nil {
+			d.text.drop(len(d.strs[id]))
+		}
 		delete(d.ids, d.strs[id])
 		d.strs[id] = ""
 		d.free = append(d.free, id)
