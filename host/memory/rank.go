@@ -357,7 +357,7 @@ type scored struct {
 // hit copies the unit out (the candidates point into shared caches and
 // their scratch); a candidate the index gave without its unit is read from
 // src.
-func (c *scored) hit(src source, asRule bool) Hit {
+func (c *scored) hit(ctx context.Context, src source, asRule bool) (Hit, error) {
 	var matched []string
 	if len(c.matched) > 0 {
 		matched = slices.Clone(c.matched)
@@ -370,12 +370,19 @@ func (c *scored) hit(src source, asRule bool) Hit {
 	var u Unit
 	if c.u != nil {
 		u = *c.u
-	} else if us, err := src.units(context.Background(), []int64{c.d.w.rowid}); err == nil && len(us) == 1 {
+	} else {
+		us, err := src.units(ctx, []int64{c.d.w.rowid})
+		if err != nil {
+			return Hit{}, fmt.Errorf("memory: read hit %d: %w", c.d.w.rowid, err)
+		}
+		if len(us) != 1 {
+			return Hit{}, fmt.Errorf("memory: read hit %d: %w", c.d.w.rowid, ErrNotFound)
+		}
 		u = *us[0]
 	}
 	u.d = nil // the index's, not the caller's
 	return Hit{Unit: u, Score: math.Round(score*1e4) / 1e4, Matched: matched,
-		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue), line: strings.Clone(c.d.line)}
+		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue), line: strings.Clone(c.d.line)}, nil
 }
 
 // scoreScratch is what one scoring works in: maps and slices reused from

@@ -167,7 +167,11 @@ func (s *Store) retrieveFrom(ctx context.Context, src source, q Query, topK, sta
 	if !sectionOnly {
 		res.Hits = make([]Hit, 0, n)
 		for c := range chosen {
-			res.Hits = append(res.Hits, c.hit(src, c.standingKind))
+			h, err := c.hit(ctx, src, c.standingKind)
+			if err != nil {
+				return Result{}, err
+			}
+			res.Hits = append(res.Hits, h)
 		}
 	}
 	return res, nil
@@ -309,7 +313,11 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) ([]Hit, error) {
 	hits := make([]Hit, len(found))
 	units := make([]*Unit, len(found))
 	for i, c := range found {
-		hits[i] = c.hit(src, false)
+		h, err := c.hit(ctx, src, false)
+		if err != nil {
+			return nil, err
+		}
+		hits[i] = h
 		units[i] = &hits[i].Unit
 	}
 	return hits, withInjections(ctx, s.r, units)
