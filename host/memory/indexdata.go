@@ -473,6 +473,19 @@ func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
 	return out, nil
 }
 
+// derivedRows gives the derived data of the rows it holds among ids (in
+// the slices of match's answer: valid until the next match or release).
+func (v *indexView) derivedRows(ids []int64) ([]*derived, []int64) {
+	ds, found := v.matchedD[:0], v.matchedIDs[:0]
+	for _, id := range ids {
+		if slot, ok := v.ix.slotOf[id]; ok {
+			ds, found = append(ds, v.ix.drv.get(slot)), append(found, id)
+		}
+	}
+	v.matchedD, v.matchedIDs = ds, found
+	return ds, found
+}
+
 // derived is the index's own for its units (set when added: no lookup).
 func (v *indexView) derived(u *Unit) *derived {
 	if u.d != nil {

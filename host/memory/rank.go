@@ -229,6 +229,12 @@ type knowsDerived interface {
 	matchedDerived() ([]*derived, []int64)
 }
 
+// derivedByRow is a source (the index) that gives units' derived data by
+// row id (the rows it holds, in the order asked), without the units.
+type derivedByRow interface {
+	derivedRows(ids []int64) ([]*derived, []int64)
+}
+
 // standingPool bounds the standing units a query considers.
 const standingPool = 48
 
@@ -787,6 +793,13 @@ func (s *Store) addNearest(ctx context.Context, src source, q Query, vis []strin
 		}
 	}
 	sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
+	if k, ok := src.(derivedByRow); ok { // the index: no unit decoded
+		ds, ids := k.derivedRows(need)
+		for i := range ds {
+			sc.addKnown(nil, ds, ids, i, false)
+		}
+		return nil
+	}
 	units, err := src.units(ctx, need)
 	if err != nil {
 		return fmt.Errorf("memory: read hits: %w", err)
