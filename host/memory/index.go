@@ -52,9 +52,11 @@ type memIndex struct {
 	nTok    int64 // tokens of memory_fts over every row and column
 
 	dict   termDict
-	visIDs map[string]int32   // visibility key → id (of the posting keys)
-	rows   []indexRow         // by slot
-	free   []int32            // free slots
+	visIDs map[string]int32 // visibility key → id (of the posting keys)
+	rows   []indexRow       // by slot
+	drv    chunked[derived] // by slot: each row's derived data
+	free   []int32          // free slots
+
 	slotOf map[int64]int32    // row id → slot
 	post   map[uint64][]ipost // postKey(visibility, term) → rows holding it, each once, with its count
 	visN   map[string]int     // rows per visibility key (memory_terms' "#"+key)
@@ -62,9 +64,16 @@ type memIndex struct {
 	vecs   map[int64][]float32 // embeddings (with an embedder only)
 	withV  bool
 
+	// The arenas of the rows' data (indexarena.go).
+	units    arena[byte]   // the units, encoded
+	text     arena[byte]   // the strings derived holds
+	ints     arena[int32]  // derived's term ids
+	keyArena arena[uint64] // the rows' posting keys
+
 	tfScratch  map[uint64]int32  // add's term counts (under the write lock)
 	strs       map[string]string // share's strings
 	keyScratch []uint64          // add's posting keys (under the write lock)
+	encScratch []byte            // add's unit encoding (under the write lock)
 	scratch    scratchStack
 
 	poolMu sync.Mutex // guards the cached rankings in standing (readers rank under the read lock)
@@ -72,11 +81,13 @@ type memIndex struct {
 }
 
 func newMemIndex(withVecs bool) *memIndex {
-	return &memIndex{
+	ix := &memIndex{
 		dict: newTermDict(), visIDs: map[string]int32{}, slotOf: map[int64]int32{}, post: map[uint64][]ipost{}, visN: map[string]int{},
 		byVis: map[string]map[int64]struct{}{}, vecs: map[int64][]float32{}, withV: withVecs,
 		tfScratch: map[uint64]int32{}, stand: map[string]*visStanding{}, strs: map[string]string{},
 	}
+	ix.dict.text = &ix.text
+	return ix
 }
 
 // indexState is the Store's index and its housekeeping.
@@ -225,8 +236,8 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 func (ix *memIndex) generation() int64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if ix.spoiled {
-		return -1
+	if ix.spoiled || ix.wasteful() {
+		return -1 // the poller rebuilds it
 	}
 	return ix.gen
 }

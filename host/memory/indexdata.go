@@ -14,12 +14,15 @@ import (
 // reusable per-slot array instead of a map, and the garbage collector has
 // one pointer per posting list to follow, not one per posting.
 
-// termDict interns terms to ids; an id is freed when no unit holds it.
+// termDict interns terms to ids; an id is freed when no unit holds it. A
+// term's string is a copy in text (when set: the index's arena), not one
+// object per term for the collector to mark.
 type termDict struct {
 	ids  map[string]int32
 	strs []string
 	refs []int32
 	free []int32
+	text *arena[byte]
 }
 
 func newTermDict() termDict { return termDict{ids: map[string]int32{}} }
@@ -28,6 +31,9 @@ func newTermDict() termDict { return termDict{ids: map[string]int32{}} }
 func (d *termDict) intern(t string) int32 {
 	id, ok := d.ids[t]
 	if !ok {
+		if d.text != nil {
+			t = arenaStr(d.text, t)
+		}
 		if n := len(d.free); n > 0 {
 			id = d.free[n-1]
 			d.free = d.free[:n-1]
@@ -46,6 +52,9 @@ func (d *termDict) intern(t string) int32 {
 // release drops one holder of id.
 func (d *termDict) release(id int32) {
 	if d.refs[id]--; d.refs[id] == 0 {
+		if d.text != nil {
+			d.text.drop(len(d.strs[id]))
+		}
 		delete(d.ids, d.strs[id])
 		d.strs[id] = ""
 		d.free = append(d.free, id)
@@ -64,13 +73,14 @@ type ipost struct {
 	dl   int32 // the row's length in tokens, both columns
 }
 
-// indexRow is one indexed unit.
+// indexRow is one indexed unit (no pointers: the row table is not
+// scanned). Its derived data is the index's drv at the same slot.
 type indexRow struct {
 	rowid int64
-	u     *Unit    // its derived is u.d
-	d     *derived // u.d, read with the row (not through the unit)
-	keys  []uint64 // its posting lists (distinct); with u.d, the term ids it holds in the dictionary
-	nToks int
+	unit  aref  // its encoding, in the index's units arena
+	keys  aref  // its posting lists (distinct), in keyArena; with its derived, the term ids it holds in the dictionary
+	nToks int32 // its index tokens
+	used  bool
 }
 
 // postKey names the posting list of a term within a visibility.
@@ -86,7 +96,8 @@ func (ix *memIndex) visID(k string) int32 {
 	return id
 }
 
-// add indexes a unit (its row must not be in the index).
+// add indexes a unit (its row must not be in the index). The index keeps
+// u's encoding and derived data, not u.
 func (ix *memIndex) add(u *Unit, toks []string) {
 	var slot int32
 	if n := len(ix.free); n > 0 {
@@ -98,9 +109,12 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 	}
 	r := &ix.rows[slot]
 	ix.share(u)
-	r.rowid, r.u, r.nToks = u.rowid, u, len(toks)
-	u.d = deriveUnit(u, ix.dict.intern)
-	r.d = u.d
+	ix.encScratch = encodeUnit(ix.encScratch[:0], u)
+	enc, uref := ix.units.alloc(len(ix.encScratch))
+	copy(enc, ix.encScratch)
+	r.rowid, r.unit, r.nToks, r.used = u.rowid, uref, int32(len(toks)), true
+	d := ix.drv.at(slot)
+	fillDerived(d, u, ix.dict.intern, ix.intSlab, ix.keepStr)
 	dl := int32(len(toks) + 1) // + the visibility column's token
 	tf := ix.tfScratch
 	clear(tf)
@@ -114,8 +128,10 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 		tf[key]++
 	}
 	ix.keyScratch = keys
-	r.keys = slices.Clone(keys) // one allocation of the right size
-	for _, key := range r.keys {
+	kept, kref := ix.keyArena.alloc(len(keys))
+	copy(kept, keys)
+	r.keys = kref
+	for _, key := range keys {
 		ix.post[key] = append(ix.post[key], ipost{slot: slot, tf: tf[key], dl: dl})
 	}
 	ix.slotOf[u.rowid] = slot
@@ -128,13 +144,21 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 		ix.byVis[u.vis] = m
 	}
 	m[u.rowid] = struct{}{}
-	ix.standingAdd(u)
+	ix.standingAdd(slot, d)
 }
 
-// share makes u's short, repeated strings (scope, agent, visibility,
-// type, status, origin) the index's one copy of each: fewer objects for the
-// collector to mark, and ranking reads the visibility from memory it read
-// for the candidate before.
+// intSlab is derived's room for term ids, in the index's arena.
+func (ix *memIndex) intSlab(n int) []int32 {
+	s, _ := ix.ints.alloc(n)
+	return s
+}
+
+// keepStr copies a string derived holds into the index's text arena.
+func (ix *memIndex) keepStr(s string) string { return arenaStr(&ix.text, s) }
+
+// share makes u's short, repeated strings (visibility, type) the index's
+// one copy of each, before derived takes them: one object for each, not one
+// per unit.
 func (ix *memIndex) share(u *Unit) {
 	in := func(s string) string {
 		if s == "" {
@@ -148,7 +172,7 @@ func (ix *memIndex) share(u *Unit) {
 		}
 		return s
 	}
-	u.Scope, u.Agent, u.vis, u.Status, u.Origin = in(u.Scope), in(u.Agent), in(u.vis), in(u.Status), in(u.Origin)
+	u.vis = in(u.vis)
 	u.Type = Type(in(string(u.Type)))
 }
 
@@ -162,10 +186,12 @@ func (ix *memIndex) remove(rowid int64) {
 		return
 	}
 	r := &ix.rows[slot]
-	u := r.u
+	d := ix.drv.get(slot)
+	ix.standingRemove(slot, d)
 	// The dictionary's holds of this row (what add interned): each
 	// token's term (tf times per posting list), derive's terms and entities.
-	for _, key := range r.keys {
+	keys := ix.keyArena.at(r.keys)
+	for _, key := range keys {
 		ps := ix.post[key]
 		tf := int32(0)
 		for i := range ps {
@@ -184,36 +210,54 @@ func (ix *memIndex) remove(rowid int64) {
 			ix.dict.release(int32(uint32(key)))
 		}
 	}
-	for _, id := range u.d.ids {
+	for _, id := range d.ids {
 		ix.dict.release(id)
 	}
-	for _, id := range u.d.ents {
+	for _, id := range d.ents {
 		if id != entEnd {
 			ix.dict.release(id)
 		}
 	}
 	ix.nRows--
 	ix.nTok -= int64(r.nToks) + 1
-	if k := visKey(u.vis); ix.visN[k] <= 1 {
+	vis := d.w.vis
+	if k := visKey(vis); ix.visN[k] <= 1 {
 		delete(ix.visN, k)
 	} else {
 		ix.visN[k]--
 	}
-	delete(ix.byVis[u.vis], rowid)
+	delete(ix.byVis[vis], rowid)
 	delete(ix.slotOf, rowid)
 	delete(ix.vecs, rowid)
+	ix.keyArena.drop(len(keys))
+	ix.units.drop(int(r.unit.n))
+	ix.ints.drop(len(d.ids) + len(d.sorted) + len(d.ents))
+	ix.text.drop(len(d.line) + len(d.id) + len(d.w.slot))
+	*d = derived{}
 	*r = indexRow{}
 	ix.free = append(ix.free, slot)
-	ix.standingRemove(u)
 }
 
-// unit returns the indexed unit of a row.
+// wasteful: the arenas hold more of removed units than of indexed ones;
+// a rebuild gives the memory back.
+func (ix *memIndex) wasteful() bool {
+	return ix.units.wasteful() || ix.text.wasteful() || ix.ints.wasteful() || ix.keyArena.wasteful()
+}
+
+// unitAt decodes the unit of a used slot (with its derived data).
+func (ix *memIndex) unitAt(slot int32) *Unit {
+	u := decodeUnit(ix.units.at(ix.rows[slot].unit))
+	u.d = ix.drv.get(slot)
+	return &u
+}
+
+// unit returns the indexed unit of a row (a copy, decoded).
 func (ix *memIndex) unit(rowid int64) (*Unit, bool) {
 	slot, ok := ix.slotOf[rowid]
 	if !ok {
 		return nil, false
 	}
-	return ix.rows[slot].u, true
+	return ix.unitAt(slot), true
 }
 
 // postings returns the posting list of a term within a visibility.
@@ -348,7 +392,8 @@ func (v *indexView) frequencies(_ context.Context, vis, terms []string) ([][]int
 	return df, units, nil
 }
 
-// match computes FTS5's bm25() for the rows holding any of the tokens: the
+// match computes FTS5's bm25() for the rows holding any of the tokens (their
+// units nil: the index gives their derived data, matchedDerived): the
 // same sums in the same order as FTS5's (so the same floating-point
 // results), accumulated per slot, and the best limit kept by insertion.
 func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit, []float64, error) {
@@ -408,8 +453,8 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 	scores := slices.Grow(v.scores[:0], len(top))[:len(top)]
 	v.matched, v.matchedD, v.matchedIDs, v.scores = units, ds, ids, scores
 	for i, x := range top {
-		r := &ix.rows[x.slot]
-		units[i], ds[i], ids[i], scores[i] = r.u, r.d, r.rowid, x.r
+		// No unit: the index keeps none (matchedDerived stands for it).
+		units[i], ds[i], ids[i], scores[i] = nil, ix.drv.get(x.slot), ix.rows[x.slot].rowid, x.r
 	}
 	return units, scores, nil
 }
@@ -426,6 +471,19 @@ func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
 		}
 	}
 	return out, nil
+}
+
+// derivedRows gives the derived data of the rows it holds among ids (in
+// the slices of match's answer: valid until the next match or release).
+func (v *indexView) derivedRows(ids []int64) ([]*derived, []int64) {
+	ds, found := v.matchedD[:0], v.matchedIDs[:0]
+	for _, id := range ids {
+		if slot, ok := v.ix.slotOf[id]; ok {
+			ds, found = append(ds, v.ix.drv.get(slot)), append(found, id)
+		}
+	}
+	v.matchedD, v.matchedIDs = ds, found
+	return ds, found
 }
 
 // derived is the index's own for its units (set when added: no lookup).

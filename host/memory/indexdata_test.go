@@ -156,15 +156,12 @@ func TestIndexMatchTopK(t *testing.T) {
 				}
 			}
 			for _, limit := range []int{1, 5, 24, 5000} {
-				got, scores, err := v.match(context.Background(), keys, limit)
+				_, scores, err := v.match(context.Background(), keys, limit)
 				if err != nil {
 					t.Fatal(err)
 				}
 				wantRows, wantScores := bm25Reference(ix, keys, limit)
-				var gotRows []int64
-				for _, u := range got {
-					gotRows = append(gotRows, u.rowid)
-				}
+				_, gotRows := v.matchedDerived()
 				if fmt.Sprint(gotRows, scores) != fmt.Sprint(wantRows, wantScores) { // exact: %v round-trips floats
 					t.Fatalf("%s: %v limit %d:\ngot  %v %v\nwant %v %v", stage, keys, limit, gotRows, scores, wantRows, wantScores)
 				}
@@ -192,7 +189,7 @@ func TestIndexMatchTopK(t *testing.T) {
 	// What a row holds in the dictionary is given back when it goes (the
 	// holds are read off its posting lists and derived terms).
 	for slot := range ix.rows {
-		if r := ix.rows[slot]; r.u != nil {
+		if r := ix.rows[slot]; r.used {
 			ix.remove(r.rowid)
 		}
 	}
@@ -238,7 +235,7 @@ func TestStandingPoolIncremental(t *testing.T) {
 				if r.Float64() < tc.removeP && len(live) > 0 {
 					victim := int64(-1)
 					if vs := ix.stand[visToken("user:a", "")]; vs != nil && len(vs.ranked) > 0 && r.Intn(2) == 0 {
-						victim = vs.ranked[r.Intn(min(3, len(vs.ranked)))].u.rowid // one the ranking holds
+						victim = vs.ranked[r.Intn(min(3, len(vs.ranked)))].rowid // one the ranking holds
 					}
 					for id := range live { // else any one
 						if victim < 0 {
@@ -296,9 +293,9 @@ func TestStandingPoolIncremental(t *testing.T) {
 						return sums[i].rowid > sums[j].rowid
 					})
 					sums = sums[:min(2, len(sums))]
-					if ids(got.standing) != ids(want) || ids(got.summary) != ids(sums) {
-						t.Fatalf("op %d vis %s:\nstanding %s\nwant     %s\nsummary %s\nwant    %s", op, vis[:6],
-							ids(got.standing), ids(want), ids(got.summary), ids(sums))
+					if fmt.Sprint(got.rowids) != ids(want) || fmt.Sprint(got.sumRowids) != ids(sums) {
+						t.Fatalf("op %d vis %s:\nstanding %v\nwant     %s\nsummary %v\nwant    %s", op, vis[:6],
+							got.rowids, ids(want), got.sumRowids, ids(sums))
 					}
 				}
 			}

@@ -19,10 +19,11 @@ import (
 // it before the visibility is ranked again.
 const poolDepth = 2 * standingPool
 
-// visStanding is one visibility's standing units and their ranking.
+// visStanding is one visibility's standing units and their ranking, by
+// slot (no pointers: maps and slices the collector skips).
 type visStanding struct {
-	cands map[int64]*Unit // active standing units (standingKind)
-	sums  map[int64]*Unit // active session summaries
+	cands map[int64]int32 // active standing units (standingKind): row id → slot
+	sums  map[int64]int32 // active session summaries
 
 	// Under poolMu: ranked holds, best first, the best len(ranked) units of
 	// cands that had not expired at `at`, scored at `at` (all of them when
@@ -31,66 +32,69 @@ type visStanding struct {
 	at       time.Time
 	valid    bool
 	complete bool
-	sumTop   []*Unit // the newest two summaries
+	sumTop   []int32 // the slots of the newest two summaries
 	sumOK    bool
 	p        *visPool // built from ranked and sumTop; nil after a change
 }
 
 type rankedUnit struct {
-	u *Unit
-	s float64
+	slot  int32
+	rowid int64
+	s     float64
 }
 
 var emptyPool = &visPool{}
 
-// standingAdd notes a unit just added to the index (under its write lock).
-func (ix *memIndex) standingAdd(u *Unit) {
-	stand, sum := standingKind(u), u.Type == WorkingSummary
-	if u.Status != StatusActive || !stand && !sum {
+// standingAdd notes a unit just added to the index at slot (under its
+// write lock).
+func (ix *memIndex) standingAdd(slot int32, d *derived) {
+	w := &d.w
+	if !w.active || !w.standing && !w.summary {
 		return
 	}
-	vs := ix.stand[u.vis]
+	vs := ix.stand[w.vis]
 	if vs == nil {
-		vs = &visStanding{cands: map[int64]*Unit{}, sums: map[int64]*Unit{}}
-		ix.stand[u.vis] = vs
+		vs = &visStanding{cands: map[int64]int32{}, sums: map[int64]int32{}}
+		ix.stand[w.vis] = vs
 	}
 	ix.poolMu.Lock()
 	defer ix.poolMu.Unlock()
 	vs.p = nil
-	if !stand {
-		vs.sums[u.rowid] = u
+	if !w.standing {
+		vs.sums[w.rowid] = slot
 		vs.sumOK = false
 		return
 	}
-	vs.cands[u.rowid] = u
+	vs.cands[w.rowid] = slot
 	if vs.valid {
-		vs.insert(u)
+		vs.insert(slot, d)
 	}
 }
 
-// standingRemove notes a unit just removed from the index (under its write
-// lock).
-func (ix *memIndex) standingRemove(u *Unit) {
-	vs := ix.stand[u.vis]
+// standingRemove notes a unit about to be removed from the index (under
+// its write lock).
+func (ix *memIndex) standingRemove(slot int32, d *derived) {
+	vs := ix.stand[d.w.vis]
 	if vs == nil {
 		return
 	}
+	rowid := d.w.rowid
 	ix.poolMu.Lock()
 	defer ix.poolMu.Unlock()
-	if _, ok := vs.sums[u.rowid]; ok {
-		delete(vs.sums, u.rowid)
+	if _, ok := vs.sums[rowid]; ok {
+		delete(vs.sums, rowid)
 		vs.sumOK, vs.p = false, nil
 	}
-	if _, ok := vs.cands[u.rowid]; !ok {
+	if _, ok := vs.cands[rowid]; !ok {
 		return
 	}
-	delete(vs.cands, u.rowid)
+	delete(vs.cands, rowid)
 	vs.p = nil
 	if !vs.valid {
 		return
 	}
 	for i := range vs.ranked {
-		if vs.ranked[i].u.rowid == u.rowid {
+		if vs.ranked[i].rowid == rowid {
 			vs.ranked = slices.Delete(vs.ranked, i, i+1)
 			break
 		}
@@ -101,16 +105,17 @@ func (ix *memIndex) standingRemove(u *Unit) {
 }
 
 // insert puts a new standing unit into the ranking, scored at its instant.
-func (vs *visStanding) insert(u *Unit) {
-	if u.ExpiresAt != nil && !u.ExpiresAt.After(vs.at) {
+func (vs *visStanding) insert(slot int32, d *derived) {
+	w := &d.w
+	if w.hasExpiry && !w.expires.After(vs.at) {
 		return
 	}
-	x := rankedUnit{u, standingAt(u, vs.at)}
+	x := rankedUnit{slot, w.rowid, standingAt(d, vs.at)}
 	n := len(vs.ranked)
-	if !vs.complete && (n == 0 || !better(x.s, vs.ranked[n-1].s, u.rowid, vs.ranked[n-1].u.rowid)) {
+	if !vs.complete && (n == 0 || !better(x.s, vs.ranked[n-1].s, x.rowid, vs.ranked[n-1].rowid)) {
 		return // below what the ranking holds: it stays a true prefix
 	}
-	i := sort.Search(n, func(i int) bool { return better(x.s, vs.ranked[i].s, u.rowid, vs.ranked[i].u.rowid) })
+	i := sort.Search(n, func(i int) bool { return better(x.s, vs.ranked[i].s, x.rowid, vs.ranked[i].rowid) })
 	vs.ranked = slices.Insert(vs.ranked, i, x)
 	if len(vs.ranked) > poolDepth {
 		vs.ranked = vs.ranked[:poolDepth]
@@ -120,16 +125,17 @@ func (vs *visStanding) insert(u *Unit) {
 
 // rank ranks the standing units at now (as selectPool does), keeping the
 // best poolDepth.
-func (vs *visStanding) rank(now time.Time) {
+func (vs *visStanding) rank(ix *memIndex, now time.Time) {
 	top := make([]rankedUnit, 0, min(len(vs.cands), poolDepth)+1)
 	n := 0
-	for _, u := range vs.cands {
-		if u.ExpiresAt != nil && !u.ExpiresAt.After(now) {
+	for rowid, slot := range vs.cands {
+		d := ix.drv.get(slot)
+		if d.w.hasExpiry && !d.w.expires.After(now) {
 			continue
 		}
 		n++
-		x := rankedUnit{u, standingAt(u, now)}
-		if len(top) == poolDepth && !better(x.s, top[poolDepth-1].s, u.rowid, top[poolDepth-1].u.rowid) {
+		x := rankedUnit{slot, rowid, standingAt(d, now)}
+		if len(top) == poolDepth && !better(x.s, top[poolDepth-1].s, rowid, top[poolDepth-1].rowid) {
 			continue
 		}
 		if len(top) < poolDepth {
@@ -137,7 +143,7 @@ func (vs *visStanding) rank(now time.Time) {
 		} else {
 			top[poolDepth-1] = x
 		}
-		for i := len(top) - 1; i > 0 && better(top[i].s, top[i-1].s, top[i].u.rowid, top[i-1].u.rowid); i-- {
+		for i := len(top) - 1; i > 0 && better(top[i].s, top[i-1].s, top[i].rowid, top[i-1].rowid); i-- {
 			top[i], top[i-1] = top[i-1], top[i]
 		}
 	}
@@ -145,31 +151,29 @@ func (vs *visStanding) rank(now time.Time) {
 }
 
 // standingAt is standingScore from the weights the index derived.
-func standingAt(u *Unit, now time.Time) float64 {
-	if u.d == nil {
-		return standingScore(u, now)
-	}
-	w := &u.d.w
+func standingAt(d *derived, now time.Time) float64 {
+	w := &d.w
 	age := w.ageDays(now)
 	return w.standingScore(age, w.importance(age))
 }
 
-// newestSummaries returns the two newest summaries (by when they were
-// said, then row id).
-func newestSummaries(sums map[int64]*Unit) []*Unit {
-	newer := func(a, b *Unit) bool {
-		if !a.SaidAt.Equal(b.SaidAt) {
-			return a.SaidAt.After(b.SaidAt)
+// newestSummaries returns the slots of the two newest summaries (by when
+// they were said, then row id).
+func newestSummaries(ix *memIndex, sums map[int64]int32) []int32 {
+	newer := func(a, b int32) bool {
+		da, db := ix.drv.get(a), ix.drv.get(b)
+		if !da.said.Equal(db.said) {
+			return da.said.After(db.said)
 		}
-		return a.rowid > b.rowid
+		return da.w.rowid > db.w.rowid
 	}
-	var top []*Unit
-	for _, u := range sums {
+	var top []int32
+	for _, slot := range sums {
 		switch {
 		case len(top) < 2:
-			top = append(top, u)
-		case newer(u, top[1]):
-			top[1] = u
+			top = append(top, slot)
+		case newer(slot, top[1]):
+			top[1] = slot
 		default:
 			continue
 		}
@@ -180,6 +184,8 @@ func newestSummaries(sums map[int64]*Unit) []*Unit {
 	return top
 }
 
+// pool gives the standing units and summaries by their derived data and
+// row ids (their units nil: the index keeps none).
 func (v *indexView) pool(_ context.Context, vis string) (*visPool, error) {
 	ix := v.ix
 	vs := ix.stand[vis]
@@ -189,18 +195,22 @@ func (v *indexView) pool(_ context.Context, vis string) (*visPool, error) {
 	ix.poolMu.Lock()
 	defer ix.poolMu.Unlock()
 	if !vs.valid || v.now.Sub(vs.at) >= poolTTL || v.now.Before(vs.at) {
-		vs.rank(v.now)
+		vs.rank(ix, v.now)
 		vs.p = nil
 	}
 	if !vs.sumOK {
-		vs.sumTop, vs.sumOK, vs.p = newestSummaries(vs.sums), true, nil
+		vs.sumTop, vs.sumOK, vs.p = newestSummaries(ix, vs.sums), true, nil
 	}
 	if vs.p == nil {
 		n := min(len(vs.ranked), standingPool)
-		p := &visPool{standing: make([]*Unit, n), summary: vs.sumTop, derived: make([]*derived, n), rowids: make([]int64, n)}
+		p := &visPool{standing: make([]*Unit, n), derived: make([]*derived, n), rowids: make([]int64, n),
+			summary: make([]*Unit, len(vs.sumTop)), sumDerived: make([]*derived, len(vs.sumTop)), sumRowids: make([]int64, len(vs.sumTop))}
 		for i := range p.standing {
-			u := vs.ranked[i].u
-			p.standing[i], p.derived[i], p.rowids[i] = u, u.d, u.rowid
+			x := vs.ranked[i]
+			p.derived[i], p.rowids[i] = ix.drv.get(x.slot), x.rowid
+		}
+		for i, slot := range vs.sumTop {
+			p.sumDerived[i], p.sumRowids[i] = ix.drv.get(slot), ix.rows[slot].rowid
 		}
 		vs.p = p
 	}

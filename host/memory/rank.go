@@ -66,15 +66,26 @@ type derived struct {
 	sorted []int32     // the ids, sorted (for overlap)
 	ents   []int32     // the term ids of each entity, each followed by entEnd
 	nEnts  int
-	line   string // the rendered bullet
-	sig    uint64 // a bit per term id (id mod 64): bounds overlaps (nearDuplicate)
-	sigN   int    // bits set in sig
+	line   string    // the rendered bullet
+	sig    uint64    // a bit per term id (id mod 64): bounds overlaps (nearDuplicate)
+	sigN   int       // bits set in sig
+	id     string    // the unit's public id
+	said   time.Time // in UTC (rendering reads its instant only)
 }
 
 // entEnd ends an entity's term ids in derived.ents.
 const entEnd = math.MinInt32
 
 func deriveUnit(u *Unit, id func(string) int32) *derived {
+	d := new(derived)
+	fillDerived(d, u, id, func(n int) []int32 { return make([]int32, n) }, nil)
+	return d
+}
+
+// fillDerived derives u into d: ids gives a term's id, slab the room for
+// the term ids, and keep (when not nil) the copy of a string d holds (the
+// index's arena).
+func fillDerived(d *derived, u *Unit, id func(string) int32, slab func(int) []int32, keep func(string) string) {
 	terms := distinct(indexTerms(u))
 	n := len(terms)
 	var ets [][]string
@@ -84,8 +95,12 @@ func deriveUnit(u *Unit, id func(string) int32) *derived {
 		ets = append(ets, ts)
 		ne += len(ts) + 1
 	}
-	slab := make([]int32, 2*n+ne) // one allocation for the three lists
-	d := &derived{ids: slab[:n:n], sorted: slab[n : 2*n : 2*n], ents: slab[2*n:], nEnts: len(u.Entities), line: renderLine(u), w: weightsOf(u)}
+	ints := slab(2*n + ne) // one allocation for the three lists
+	*d = derived{ids: ints[:n:n], sorted: ints[n : 2*n : 2*n], ents: ints[2*n:], nEnts: len(u.Entities), line: renderLine(u), w: weightsOf(u),
+		id: u.ID, said: u.SaidAt.UTC()}
+	if keep != nil {
+		d.line, d.id, d.w.slot = keep(d.line), keep(d.id), keep(d.w.slot)
+	}
 	for i, t := range terms {
 		d.ids[i] = id(t)
 	}
@@ -104,7 +119,6 @@ func deriveUnit(u *Unit, id func(string) int32) *derived {
 		d.ents[k] = entEnd
 		k++
 	}
-	return d
 }
 
 // unitWeights is what scoring reads of a unit, computed from it once.
@@ -115,8 +129,8 @@ type unitWeights struct {
 	standing  bool // standingKind
 	summary   bool // a session summary
 	vis       string
-	lastSeen  time.Time
-	expires   time.Time // when hasExpiry
+	lastSeen  time.Time // in UTC (no zone pointer for the collector to follow)
+	expires   time.Time // when hasExpiry; in UTC
 	impR      float64   // importance reinforced by repetition, at most 1
 	hl        float64   // importance's half-life, days
 	floor     float64   // the share of importance that never fades
@@ -128,13 +142,13 @@ type unitWeights struct {
 }
 
 func weightsOf(u *Unit) unitWeights {
-	w := unitWeights{rowid: u.rowid, lastSeen: u.LastSeenAt, active: u.Status == StatusActive, standing: standingKind(u),
+	w := unitWeights{rowid: u.rowid, lastSeen: u.LastSeenAt.UTC(), active: u.Status == StatusActive, standing: standingKind(u),
 		summary: u.Type == WorkingSummary, vis: u.vis, tokens: u.tokens, typ: u.Type}
 	if slotted(u.Subject) {
 		w.slot = u.Subject
 	}
 	if u.ExpiresAt != nil {
-		w.expires, w.hasExpiry = *u.ExpiresAt, true
+		w.expires, w.hasExpiry = u.ExpiresAt.UTC(), true
 	}
 	imp := u.Importance
 	if u.Mentions > 1 {
@@ -200,15 +214,25 @@ type visPool struct {
 	standing []*Unit
 	summary  []*Unit
 	// derived and rowids are the standing units' (the index's: nil from
-	// SQLite), so scoring reads them and not the units.
-	derived []*derived
-	rowids  []int64
+	// SQLite), so scoring reads them and not the units; sumDerived and
+	// sumRowids the summaries'. The index keeps no units: with its derived
+	// data, a unit is nil.
+	derived    []*derived
+	rowids     []int64
+	sumDerived []*derived
+	sumRowids  []int64
 }
 
 // knowsDerived is a source (the index) whose match answers come with the
 // units' derived data and row ids (of match's i-th unit, the i-th of each).
 type knowsDerived interface {
 	matchedDerived() ([]*derived, []int64)
+}
+
+// derivedByRow is a source (the index) that gives units' derived data by
+// row id (the rows it holds, in the order asked), without the units.
+type derivedByRow interface {
+	derivedRows(ids []int64) ([]*derived, []int64)
 }
 
 // standingPool bounds the standing units a query considers.
@@ -337,8 +361,9 @@ type scored struct {
 }
 
 // hit copies the unit out (the candidates point into shared caches and
-// their scratch).
-func (c *scored) hit(asRule bool) Hit {
+// their scratch); a candidate the index gave without its unit is read from
+// src.
+func (c *scored) hit(ctx context.Context, src source, asRule bool) (Hit, error) {
 	var matched []string
 	if len(c.matched) > 0 {
 		matched = slices.Clone(c.matched)
@@ -348,10 +373,22 @@ func (c *scored) hit(asRule bool) Hit {
 	if asRule {
 		score = c.rule
 	}
-	u := *c.u
+	var u Unit
+	if c.u != nil {
+		u = *c.u
+	} else {
+		us, err := src.units(ctx, []int64{c.d.w.rowid})
+		if err != nil {
+			return Hit{}, fmt.Errorf("memory: read hit %d: %w", c.d.w.rowid, err)
+		}
+		if len(us) != 1 {
+			return Hit{}, fmt.Errorf("memory: read hit %d: %w", c.d.w.rowid, ErrNotFound)
+		}
+		u = *us[0]
+	}
 	u.d = nil // the index's, not the caller's
 	return Hit{Unit: u, Score: math.Round(score*1e4) / 1e4, Matched: matched,
-		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue), line: c.d.line}
+		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue), line: strings.Clone(c.d.line)}, nil
 }
 
 // scoreScratch is what one scoring works in: maps and slices reused from
@@ -646,7 +683,8 @@ func (qt *queryTerms) idf(i int) float64 {
 
 // add makes u, of row rowid, a candidate (once; pool marks it as from the
 // standing pool). d is u's derived when the source knows it (nil:
-// rankCandidates asks); neither is read here (cache misses: touch overlaps them).
+// rankCandidates asks; then u is not nil); neither is read here (cache
+// misses: touch overlaps them).
 func (sc *scoreScratch) add(u *Unit, d *derived, rowid int64, pool bool) *scored {
 	if c := sc.cands.get(rowid); c != nil {
 		c.pool = c.pool || pool
@@ -730,8 +768,8 @@ func (s *Store) addPools(ctx context.Context, src source, vis []string, standing
 			sc.addKnown(u, p.derived, p.rowids, i, true)
 		}
 		if cue {
-			for _, u := range p.summary {
-				sc.add(u, nil, u.rowid, false)
+			for i, u := range p.summary {
+				sc.addKnown(u, p.sumDerived, p.sumRowids, i, false)
 			}
 		}
 	}
@@ -755,6 +793,13 @@ func (s *Store) addNearest(ctx context.Context, src source, q Query, vis []strin
 		}
 	}
 	sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
+	if k, ok := src.(derivedByRow); ok { // the index: no unit decoded
+		ds, ids := k.derivedRows(need)
+		for i := range ds {
+			sc.addKnown(nil, ds, ids, i, false)
+		}
+		return nil
+	}
 	units, err := src.units(ctx, need)
 	if err != nil {
 		return fmt.Errorf("memory: read hits: %w", err)

@@ -161,13 +161,17 @@ func (s *Store) retrieveFrom(ctx context.Context, src source, q Query, topK, sta
 		}
 	}
 	for c := range chosen {
-		items = append(items, item{typ: c.u.Type, said: c.u.SaidAt, id: c.u.ID, line: c.d.line, tokens: c.d.w.tokens})
+		items = append(items, item{typ: c.d.w.typ, said: c.d.said, id: c.d.id, line: c.d.line, tokens: c.d.w.tokens})
 	}
 	res := Result{Section: renderItems(items, budget)}
 	if !sectionOnly {
 		res.Hits = make([]Hit, 0, n)
 		for c := range chosen {
-			res.Hits = append(res.Hits, c.hit(c.standingKind))
+			h, err := c.hit(ctx, src, c.standingKind)
+			if err != nil {
+				return Result{}, err
+			}
+			res.Hits = append(res.Hits, h)
 		}
 	}
 	return res, nil
@@ -309,7 +313,11 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) ([]Hit, error) {
 	hits := make([]Hit, len(found))
 	units := make([]*Unit, len(found))
 	for i, c := range found {
-		hits[i] = c.hit(false)
+		h, err := c.hit(ctx, src, false)
+		if err != nil {
+			return nil, err
+		}
+		hits[i] = h
 		units[i] = &hits[i].Unit
 	}
 	return hits, withInjections(ctx, s.r, units)
