@@ -377,6 +377,7 @@ func newEntry(s *Skill) *entry {
 		e.bodyTokens = total
 	}
 	e.embedHash = hashOf([]byte(embedText(s)))
+	packStrings(e)
 	return e
 }
 
