@@ -205,7 +205,7 @@ func BenchmarkBM25Index1000(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(len(ix.terms)), "terms")
+	b.ReportMetric(float64(ix.terms.Len()), "terms")
 	b.ReportMetric(float64(ix.postings), "postings")
 }
 
@@ -213,36 +213,47 @@ func BenchmarkBM25Index1000(b *testing.B) {
 // the heap once opened: every GC cycle of the daemon marks it beside the
 // requests. live-MB is the heap it holds; scan-MB the part of it that may
 // hold pointers (runtime/metrics /gc/scan/heap:bytes), which is what
-// marking has to read. The tokenizer's vocabulary is loaded beforehand so
-// it is not counted here.
+// marking has to read; objects the heap objects it adds
+// (/gc/heap/objects:objects), each one the mark phase visits. The
+// tokenizer's vocabulary is loaded beforehand so it is not counted here
+// (host/tokens' BenchmarkWarmHeap measures it). The figures are deltas of
+// the live heap after a full GC, so they do not depend on timing.
 func BenchmarkLibraryHeap1000(b *testing.B) {
 	dir, skillsDir := writeSyntheticLibrary(b, 1000)
 	st := openStore(b, dir)
 	tokens.Warm()
-	var live, scan float64
+	var d heapStats
 	for i := 0; i < b.N; i++ {
-		l0, s0 := heapNow()
+		h0 := heapNow()
 		lib, err := Open(context.Background(), Options{Dir: skillsDir, Store: st, Log: zerolog.Nop()})
 		if err != nil {
 			b.Fatal(err)
 		}
-		l1, s1 := heapNow()
-		live, scan = float64(l1-l0), float64(s1-s0)
+		d = heapNow().minus(h0)
 		runtime.KeepAlive(lib)
 		lib.Close()
 	}
-	b.ReportMetric(live/(1<<20), "live-MB")
-	b.ReportMetric(scan/(1<<20), "scan-MB")
+	b.ReportMetric(float64(d.live)/(1<<20), "live-MB")
+	b.ReportMetric(float64(d.scan)/(1<<20), "scan-MB")
+	b.ReportMetric(float64(d.objects), "objects")
 }
 
-// heapNow is the live heap and its scannable part after a full GC.
-func heapNow() (live, scan uint64) {
+// heapStats is the live heap after a full GC: its bytes, the part that may
+// hold pointers, and its object count.
+type heapStats struct{ live, scan, objects int64 }
+
+func (h heapStats) minus(o heapStats) heapStats {
+	return heapStats{h.live - o.live, h.scan - o.scan, h.objects - o.objects}
+}
+
+// heapNow is the live heap after a full GC.
+func heapNow() heapStats {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	sample := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+	sample := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/heap/objects:objects"}}
 	metrics.Read(sample)
-	return ms.HeapAlloc, sample[0].Value.Uint64()
+	return heapStats{int64(ms.HeapAlloc), int64(sample[0].Value.Uint64()), int64(sample[1].Value.Uint64())}
 }
 
 // agentQuestions are n user turns shaped like proxybench's loaded

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/metaclaw-go/metaclaw/internal/strtab"
 )
 
 // bm25Index is FTS5's BM25 of every indexed term over every skill, built
@@ -19,16 +21,21 @@ import (
 // columns); TestTermCacheMatchesFTS5 checks them against FTS5's bm25().
 //
 // The postings of every term sit in one flat array (term i owns
-// post[start[i]:start[i+1]]) and the term strings in one arena string, so
-// the index is three allocations with pointers in none but the term map:
-// a GC cycle does not walk a slice per term.
+// post[start[i]:start[i+1]]), the token strings in one strtab.Table and
+// the surface terms' token numbers in a slice beside the snapshot's
+// document frequencies: a GC cycle has a handful of objects to mark here
+// and no pointer per term or posting.
 type bm25Index struct {
-	terms map[string]int32 // FTS5 token → its number
-	// surface maps the library's own raw ASCII terms (snapshot.df's keys,
-	// whose strings it shares) to their document frequency and their
-	// token's number, so that a query term the skills contain costs one
-	// map lookup instead of a df lookup, Porter stemming and a token lookup.
-	surface  map[string]surfaceTerm
+	terms *strtab.Table // FTS5 tokens, numbered in fts5vocab's order
+	// surfTok is, for each of the library's own raw terms (df, whose
+	// numbering it shares), its token's number: noToken when FTS5 did not
+	// index its stem, unknownToken for a term that is not plain ASCII
+	// (unicode61's folding is left to FTS5). A query term the skills
+	// contain then costs one table lookup (termDF.index) for its document
+	// frequency and its token together, instead of Porter stemming and a
+	// token lookup.
+	surfTok  []int32
+	df       *termDF   // the document frequencies surfTok is numbered by
 	start    []int32   // len(terms)+1 offsets into post
 	post     []posting // -bm25 of each term per skill, term by term
 	postings int
@@ -36,11 +43,11 @@ type bm25Index struct {
 
 // lookup returns the postings of an FTS5 token (nil when no skill has it).
 func (ix *bm25Index) lookup(tok []byte) []posting {
-	i, ok := ix.terms[string(tok)] // no copy: the conversion is only a key
-	if !ok {
+	i := ix.terms.IndexBytes(tok)
+	if i < 0 {
 		return nil
 	}
-	return ix.list(i)
+	return ix.list(int32(i))
 }
 
 // list returns the postings of token number i.
@@ -48,9 +55,15 @@ func (ix *bm25Index) list(i int32) []posting {
 	return ix.post[ix.start[i]:ix.start[i+1]:ix.start[i+1]]
 }
 
-// surfaceTerm is a raw term's document frequency and token number
-// (noToken when FTS5 did not index its stem).
-type surfaceTerm struct{ df, tok int32 }
+// surface returns raw term number i's token number (noToken,
+// unknownToken or a real one); ok is false when the index was built for
+// other document frequencies than df.
+func (ix *bm25Index) surface(df *termDF, i int) (tok int32, ok bool) {
+	if ix.df != df || i < 0 || i >= len(ix.surfTok) {
+		return 0, false
+	}
+	return ix.surfTok[i], true
+}
 
 // Token numbers a query term carries besides a real one.
 const (
@@ -58,20 +71,21 @@ const (
 	unknownToken = -1 // not looked up: stem it (kwPostings)
 )
 
-// linkSurface fills surface from the library's raw terms and their
-// document frequencies.
-func (ix *bm25Index) linkSurface(df map[string]int) {
-	ix.surface = make(map[string]surfaceTerm, len(df))
+// linkSurface fills surfTok from the library's raw terms.
+func (ix *bm25Index) linkSurface(df *termDF) {
+	ix.df = df
+	ix.surfTok = make([]int32, df.len())
 	var arr [porterMaxToken + 8]byte
-	for t, n := range df {
+	for i := range ix.surfTok {
+		t := df.terms.Key(i)
 		if !ftsASCII(t) {
+			ix.surfTok[i] = unknownToken
 			continue
 		}
-		st := surfaceTerm{df: int32(n), tok: noToken}
-		if i, ok := ix.terms[string(porterStemBytes(&arr, t))]; ok {
-			st.tok = i
+		ix.surfTok[i] = noToken
+		if tok := ix.terms.IndexBytes(porterStemBytes(&arr, t)); tok >= 0 {
+			ix.surfTok[i] = int32(tok)
 		}
-		ix.surface[t] = st
 	}
 }
 
@@ -86,7 +100,7 @@ const vocabTable = "temp.skills_vocab_instance"
 
 // buildBM25Index reads the FTS5 index. index maps skill names to their
 // position in the snapshot; df is the snapshot's raw term counts.
-func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32, df map[string]int) (*bm25Index, error) {
+func buildBM25Index(ctx context.Context, db *sql.DB, index map[string]int32, df *termDF) (*bm25Index, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -221,8 +235,9 @@ func scorePostings(v *rawVocab, pos map[int64]int32, nRow int) *bm25Index {
 	const k1, b = 1.2, 0.75
 	avgdl := float64(v.nToken) / float64(nRow)
 	nTerms := len(v.ends)
-	ix := &bm25Index{terms: make(map[string]int32, nTerms), start: make([]int32, 0, nTerms+1), post: make([]posting, 0, len(v.post))}
-	arena := strings.Clone(v.terms.String()) // exactly sized: the map keys are slices of it
+	ix := &bm25Index{start: make([]int32, 0, nTerms+1), post: make([]posting, 0, len(v.post))}
+	terms := strtab.NewBuilder(nTerms, v.terms.Len())
+	all := v.terms.String()
 	from := int32(0)
 	for i := range nTerms {
 		ps := v.post[v.start[i]:v.start[i+1]]
@@ -231,7 +246,7 @@ func scorePostings(v *rawVocab, pos map[int64]int32, nRow int) *bm25Index {
 		if idf <= 0 {
 			idf = 1e-6
 		}
-		ix.terms[arena[from:v.ends[i]]] = int32(i)
+		terms.Add(all[from:v.ends[i]]) // number i: the rows come in order, each term once
 		from = v.ends[i]
 		ix.start = append(ix.start, int32(len(ix.post)))
 		for _, p := range ps {
@@ -246,6 +261,7 @@ func scorePostings(v *rawVocab, pos map[int64]int32, nRow int) *bm25Index {
 	}
 	ix.start = append(ix.start, int32(len(ix.post)))
 	ix.postings = len(ix.post)
+	ix.terms = terms.Build()
 	return ix
 }
 

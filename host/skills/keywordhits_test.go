@@ -52,7 +52,7 @@ func TestKeywordHitsMatchReference(t *testing.T) {
 	lib := syntheticLibrary(t, 1000)
 	lib.noWarm = true
 	snap := lib.snap.Load()
-	if snap.kw == nil || len(snap.kw.surface) == 0 {
+	if snap.kw == nil || len(snap.kw.surfTok) == 0 {
 		t.Fatal("no in-memory BM25 index or no surface terms")
 	}
 	cases := append(agentQuestions(t, 300, 11), equivalenceCases(t)...)

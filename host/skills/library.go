@@ -121,7 +121,7 @@ type snapshot struct {
 	// df counts the skills each raw (unstemmed) term occurs in: queries drop
 	// terms found in more than half the skills, whose BM25 weight FTS5
 	// clamps to ~0 anyway, and which would make the query visit every row.
-	df map[string]int
+	df *termDF
 	// gen changes only when the indexed content changes (not when vectors
 	// arrive); the term cache is valid for one gen.
 	gen   uint64

@@ -352,31 +352,6 @@ func (l *Library) publish(ctx context.Context, found []scanned) {
 	l.snap.Store(next)
 }
 
-// docFreq counts the skills each kept raw term occurs in. The keys are
-// copies: a term cut from a skill's text would otherwise keep that whole
-// (lowercased) text alive for as long as the snapshot.
-func docFreq(entries []*entry) map[string]int {
-	df := make(map[string]int, 4096)
-	last := make(map[string]int, 4096) // term → 1 + index of the last entry counted
-	for i, e := range entries {
-		eachTerm(skillText(e.skill.Name, e.skill.Description, e.skill.Tags, e.skill.Body), func(t string) bool {
-			if !keepTerm(t) {
-				return true
-			}
-			n, ok := df[t]
-			if !ok {
-				t = strings.Clone(t)
-			} else if last[t] == i+1 {
-				return true
-			}
-			df[t] = n + 1
-			last[t] = i + 1
-			return true
-		})
-	}
-	return df
-}
-
 func newEntry(s *Skill) *entry {
 	e := &entry{skill: s, id: s.ID()}
 	e.head = "### " + s.Name + "\n" + oneLine(s.Description) + "\n"
@@ -402,6 +377,7 @@ func newEntry(s *Skill) *entry {
 		e.bodyTokens = total
 	}
 	e.embedHash = hashOf([]byte(embedText(s)))
+	packStrings(e)
 	return e
 }
 

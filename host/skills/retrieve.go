@@ -144,11 +144,16 @@ func (s *snapshot) queryTermsTok(texts []string, toks []int32) ([]string, []int3
 	kept := terms[:0]
 	for _, t := range terms {
 		df, tok := 0, int32(unknownToken)
-		if st, ok := s.surfaceTerm(t); ok {
-			df, tok = int(st.df), st.tok
-		} else {
-			df = s.df[t]
+		if i := s.df.index(t); i >= 0 {
+			df = int(s.df.n[i])
+			if s.kw != nil {
+				if st, ok := s.kw.surface(s.df, i); ok {
+					tok = st
+				}
+			}
 		}
+		// A term no skill has keeps unknownToken: it may share its stem
+		// with one that is (kwPostings stems it).
 		if n >= 8 && df*2 > n {
 			continue
 		}
@@ -159,22 +164,6 @@ func (s *snapshot) queryTermsTok(texts []string, toks []int32) ([]string, []int3
 		}
 	}
 	return kept, toks
-}
-
-// surfaceTerm looks a raw term up in the index's surface map; an ASCII
-// term missing from it is in no skill (df 0), but may share its stem with
-// one that is (unknownToken: kwPostings stems it).
-func (s *snapshot) surfaceTerm(t string) (surfaceTerm, bool) {
-	if s.kw == nil || s.kw.surface == nil {
-		return surfaceTerm{}, false
-	}
-	if st, ok := s.kw.surface[t]; ok {
-		return st, true
-	}
-	if ftsASCII(t) {
-		return surfaceTerm{tok: unknownToken}, true
-	}
-	return surfaceTerm{}, false
 }
 
 // posting is one skill's BM25 contribution for one term.
@@ -271,11 +260,11 @@ func (s *snapshot) kwPostings(term string) ([]posting, bool) {
 	if s.kw == nil {
 		return nil, false
 	}
-	if st, ok := s.kw.surface[term]; ok {
-		if st.tok < 0 {
-			return nil, true
+	if tok, ok := s.kw.surface(s.df, s.df.index(term)); ok && tok != unknownToken {
+		if tok < 0 {
+			return nil, true // noToken: in the library's text, but FTS5 did not index its stem
 		}
-		return s.kw.list(st.tok), true
+		return s.kw.list(tok), true
 	}
 	if !ftsASCII(term) {
 		return nil, false
