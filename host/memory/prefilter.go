@@ -60,10 +60,16 @@ func (b *byteSet) within(o *byteSet) bool {
 // guards are every guarded regexp (the tests audit them all).
 var guards []*guardedRegexp
 
-// mustGuard compiles a guarded regexp.
+// mustGuard compiles a guarded regexp and registers it in guards.
 func mustGuard(pattern string) *guardedRegexp {
-	g := &guardedRegexp{Regexp: regexp.MustCompile(pattern)}
+	g := compileGuard(pattern)
 	guards = append(guards, g)
+	return g
+}
+
+// compileGuard compiles a guarded regexp.
+func compileGuard(pattern string) *guardedRegexp {
+	g := &guardedRegexp{Regexp: regexp.MustCompile(pattern)}
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		panic(err) // MustCompile accepted it
@@ -388,8 +394,8 @@ func neededLiterals(re *syntax.Regexp) [][]string {
 		var out []string
 		for _, s := range re.Sub {
 			sets := neededLiterals(s)
-			if sets == nil {
-				return nil
+			if len(sets) == 0 {
+				return nil // a branch that needs nothing
 			}
 			out = append(out, tightest(sets)...)
 		}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // skipsMatch reports a text a guard would skip although its expression
@@ -29,12 +30,13 @@ func TestPrefilterLiterals(t *testing.T) {
 		{pattern: `(?i)kelvin`, match: []string{"\u212aelvin"}, reject: []string{"celsius"}, needsCount: 1}, // K (U+212A) folds to k
 		{pattern: `^(.{1,20}?)(?:是|为)(.+)`, match: []string{"端口是9090"}, reject: []string{"端口9090"}, needsCount: 1},
 		{pattern: `(?i)^(?:the|our)?\s*(\w+)\s+is\s+(.+)`, match: []string{"the port is 9090", "port is 9090"}, reject: []string{"port was 9090"}},
-		{pattern: `a*`, match: []string{"", "b"}}, // matches everything: no guard
+		{pattern: `a*`, match: []string{"", "b"}},              // matches everything: no guard
+		{pattern: `(?:x*y*|wrong)`, match: []string{"", "ok"}}, // a branch that needs nothing
+		{pattern: `(?:x*,y*|wrong)z`, match: []string{",z"}, reject: []string{"z"}, needsCount: 2},
 		{pattern: `(?i).+`, match: []string{"x"}}, // nothing required
 	}
 	for _, tt := range tests {
-		g := mustGuard(tt.pattern)
-		guards = guards[:len(guards)-1]
+		g := compileGuard(tt.pattern)
 		if (g.prefixes != nil) != tt.prefixes || tt.needsCount > 0 && len(g.needs) != tt.needsCount {
 			t.Errorf("%s: prefixes %q, needs %q", tt.pattern, g.prefixes, g.needs)
 		}
@@ -55,6 +57,11 @@ func TestPrefilterLiterals(t *testing.T) {
 }
 
 func TestPrefilterFold(t *testing.T) {
+	for r := rune(0x3000); r <= 0x9fff; r++ { // foldString copies this range as it is
+		if unicode.SimpleFold(r) != r {
+			t.Fatalf("U+%04X folds to U+%04X", r, unicode.SimpleFold(r))
+		}
+	}
 	for _, tt := range []struct{ in, want string }{
 		{"Hello", "HELLO"}, {"ſtraße", "STRASSE"[:2] + "RAßE"}, {"\u212a", "K"}, {"不对，错了", "不对，错了"}, {"bad \xff x", "BAD \xff X"}, {"Éé", "ÉÉ"},
 	} {
