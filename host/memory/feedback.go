@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"regexp"
 	"strings"
 	"time"
 )
@@ -17,20 +16,20 @@ import (
 // and reminders that say nothing by themselves are dropped.
 
 // feedbackCue marks a message that corrects an answer.
-var feedbackCue = regexp.MustCompile(`(?i)\b(?:wrong|incorrect|not quite|not right|not correct|still (?:wrong|missing|not)|(?:has|have|with) (?:some |several |a few |two |three )?(?:issues|problems|errors|mistakes)|is missing|are missing|you forgot|you missed|you left out|(?:doesn't|does not|didn't|did not) follow|that's not|that is not|mistake)\b|不对|错了|漏了|忘了`)
+var feedbackCue = mustGuard(`(?i)\b(?:wrong|incorrect|not quite|not right|not correct|still (?:wrong|missing|not)|(?:has|have|with) (?:some |several |a few |two |three )?(?:issues|problems|errors|mistakes)|is missing|are missing|you forgot|you missed|you left out|(?:doesn't|does not|didn't|did not) follow|that's not|that is not|mistake)\b|不对|错了|漏了|忘了`)
 
 // np is a short noun phrase (identifiers and file names included).
 const np = `((?:[\p{L}\p{N}_\-./'’]+\s+){0,4}?[\p{L}\p{N}_\-./'’]+)`
 
 var (
-	defMissing = regexp.MustCompile(`(?i)^(?:(?:and|but|also|plus)\s+)?(?:the|this|your|its|their)\s+` + np +
+	defMissing = mustGuard(`(?i)^(?:(?:and|but|also|plus)\s+)?(?:the|this|your|its|their)\s+` + np +
 		`\s+(?:is|are)\s+(?:still\s+|also\s+)?(?:missing|lacking|without)\s+(.+)`)
-	defLacks = regexp.MustCompile(`(?i)^(?:(?:and|but|also|plus)\s+)?(?:the|this|your|its|their)\s+` + np +
+	defLacks = mustGuard(`(?i)^(?:(?:and|but|also|plus)\s+)?(?:the|this|your|its|their)\s+` + np +
 		`\s+(?:still\s+|also\s+)?(?:lacks|lack|has no|have no|doesn't have|does not have|don't have|do not have|doesn't include|does not include|don't include|do not include|omits|omit|leaves out|leave out)\s+(.+)`)
-	defVerb = regexp.MustCompile(`(?i)^(?:(?:and|but|also|plus)\s+)?(?:the|this|your|its|their)\s+` + np +
+	defVerb = mustGuard(`(?i)^(?:(?:and|but|also|plus)\s+)?(?:the|this|your|its|their)\s+` + np +
 		`\s+(?:still\s+)?(?:doesn't|does not|don't|do not|didn't|did not)\s+(start|begin|end|follow|use|match|carry|keep|list|show|mention|quote|cite|sort|use)\s+(.+)`)
-	defForgot      = regexp.MustCompile(`(?i)^(?:you\s+)?(?:forgot|missed|left out|omitted|dropped)\s+(?:to\s+(?:add|include|set|put|use|mention)\s+)?(.+?)(?:\s+again)?(?:\s*[:;—–]\s*|\s+-\s+)(.+)$|^(?:you\s+)?(?:forgot|missed|left out|omitted|dropped)\s+(?:to\s+(?:add|include|set|put|use|mention)\s+)?(.+?)(?:\s+again)?$`)
-	leadingPronoun = regexp.MustCompile(`(?i)^(?:it|they|this|that|these|those)\s+`)
+	defForgot      = mustGuard(`(?i)^(?:you\s+)?(?:forgot|missed|left out|omitted|dropped)\s+(?:to\s+(?:add|include|set|put|use|mention)\s+)?(.+?)(?:\s+again)?(?:\s*[:;—–]\s*|\s+-\s+)(.+)$|^(?:you\s+)?(?:forgot|missed|left out|omitted|dropped)\s+(?:to\s+(?:add|include|set|put|use|mention)\s+)?(.+?)(?:\s+again)?$`)
+	leadingPronoun = mustGuard(`(?i)^(?:it|they|this|that|these|those)\s+`)
 )
 
 // defectRule rewrites a statement of what an answer lacks as the rule it
@@ -94,10 +93,10 @@ func plural(w string) bool {
 }
 
 var (
-	quantified   = regexp.MustCompile(`(?i)^(?:please\s+)?(?:always|never|don't|do not|make sure|every|all|each|any|no|from now on|going forward|in future|in the future)\b|\b(?:every|all|each|any)\s+(?:of\s+)?(?:our\s+|the\s+)?[\p{L}_\-]+`)
-	subjectVerb  = regexp.MustCompile(`(?i)^(?:(?:and|but|also)\s+)?(?:(the|our|your|this|that|my)\s+)?((?:[\p{L}\p{N}_\-./'’]+\s+){0,4}?[\p{L}\p{N}_\-./'’]+)\s+(?:must|should|shall|need|needs|require|requires|has to|have to|are|is|can|cannot|may|will|go|goes)\b`)
-	alwaysNever  = regexp.MustCompile(`(?i)\b(?:always|never|everything|every one|in every|in all)\b`)
-	notRuleQuant = regexp.MustCompile(`(?i)\b(?:every|each|any)\s+(?:time|day|morning|week|now and then)\b|\ball\s+(?:the\s+)?(?:time|day|week)\b`)
+	quantified   = mustGuard(`(?i)^(?:please\s+)?(?:always|never|don't|do not|make sure|every|all|each|any|no|from now on|going forward|in future|in the future)\b|\b(?:every|all|each|any)\s+(?:of\s+)?(?:our\s+|the\s+)?[\p{L}_\-]+`)
+	subjectVerb  = mustGuard(`(?i)^(?:(?:and|but|also)\s+)?(?:(the|our|your|this|that|my)\s+)?((?:[\p{L}\p{N}_\-./'’]+\s+){0,4}?[\p{L}\p{N}_\-./'’]+)\s+(?:must|should|shall|need|needs|require|requires|has to|have to|are|is|can|cannot|may|will|go|goes)\b`)
+	alwaysNever  = mustGuard(`(?i)\b(?:always|never|everything|every one|in every|in all)\b`)
+	notRuleQuant = mustGuard(`(?i)\b(?:every|each|any)\s+(?:time|day|morning|week|now and then)\b|\ball\s+(?:the\s+)?(?:time|day|week)\b`)
 )
 
 // isGeneral reports whether a statement is about a kind of thing (all
@@ -117,7 +116,7 @@ func isGeneral(body string) bool {
 
 // instanceValue: a value of one task (a date, a timestamp, a version, a
 // ticket id, a dated file name), not of a rule.
-var instanceValue = regexp.MustCompile(`\b(?:19|20)\d{2}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?|(?:^|\D)(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?:\D|$)|\bv\d+(?:\.\d+)+\b|\b[A-Z][A-Z0-9]+-\d+\b|#\d{3,}\b`)
+var instanceValue = mustGuard(`\b(?:19|20)\d{2}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?|(?:^|\D)(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?:\D|$)|\bv\d+(?:\.\d+)+\b|\b[A-Z][A-Z0-9]+-\d+\b|#\d{3,}\b`)
 
 // instanceTTL is how long a task-instance statement lives.
 const instanceTTL = 7 * 24 * time.Hour
@@ -152,20 +151,20 @@ func removeTag(tags []string, t string) []string {
 
 var (
 	// danglingEnd: a statement cut short ("The top-level last_updated field to.").
-	danglingEnd = regexp.MustCompile(`(?i)(?:^|\s)(?:the|a|an|and|or|but|than|as|is|are|be|should|must|was|were|its|their|our|your|my)[.!:]?$`)
+	danglingEnd = mustGuard(`(?i)(?:^|\s)(?:the|a|an|and|or|but|than|as|is|are|be|should|must|was|were|its|their|our|your|my)[.!:]?$`)
 	// danglingPrep: a short statement ending on a preposition ("… field to.");
 	// a long one may end so naturally ("the tools we rely on").
-	danglingPrep = regexp.MustCompile(`(?i)(?:^|\s)(?:to|for|of|with|from|by|in|on|at|into|onto)[.!:]?$`)
+	danglingPrep = mustGuard(`(?i)(?:^|\s)(?:to|for|of|with|from|by|in|on|at|into|onto)[.!:]?$`)
 	// orphanPossessive: a possessive with no noun ("The assistant's should be the 4th.").
-	orphanPossessive = regexp.MustCompile(`(?i)['’]s\s+(?:should|must|is|are|was|were|be|to|of|will|can|has|have|and|or)\b`)
+	orphanPossessive = mustGuard(`(?i)['’]s\s+(?:should|must|is|are|was|were|be|to|of|will|can|has|have|and|or)\b`)
 	// pronounObject: a rule about "this"/"that"/"it" that names nothing
 	// ("Keep this in mind as you continue with the next task.").
-	pronounObject = regexp.MustCompile(`(?i)^(?:please\s+)?(?:the assistant should\s+)?(?:keep|bear|remember|note|do|don't|do not|never|always|fix|change|repeat|redo|avoid|make sure to|make sure you|stop)\s+(?:doing\s+|do\s+)?(?:this|that|it|these|those)(?:\s+(?:in mind|again|anymore|any more|for (?:later|the future|next time)|from now on|going forward))?(?:[\s,.!]*$|[\s,]+(?:as|when|while|for|before|after|from now on|going forward|next time|in the future)\b)`)
+	pronounObject = mustGuard(`(?i)^(?:please\s+)?(?:the assistant should\s+)?(?:keep|bear|remember|note|do|don't|do not|never|always|fix|change|repeat|redo|avoid|make sure to|make sure you|stop)\s+(?:doing\s+|do\s+)?(?:this|that|it|these|those)(?:\s+(?:in mind|again|anymore|any more|for (?:later|the future|next time)|from now on|going forward))?(?:[\s,.!]*$|[\s,]+(?:as|when|while|for|before|after|from now on|going forward|next time|in the future)\b)`)
 )
 
 // unresolvedObject: a rule about "those"/"it" in the user's own words
 // ("we do not answer those ourselves").
-var unresolvedObject = regexp.MustCompile(`(?i)\b(?:do not|don't|never|always|not|must)\s+[a-z]+\s+(?:those|these|them|that|this|it)(?:\s+(?:ourselves|myself|yourself|ourself|again|anymore|here|now|either|too))?[\s.!]*$`)
+var unresolvedObject = mustGuard(`(?i)\b(?:do not|don't|never|always|not|must)\s+[a-z]+\s+(?:those|these|them|that|this|it)(?:\s+(?:ourselves|myself|yourself|ourself|again|anymore|here|now|either|too))?[\s.!]*$`)
 
 // unresolved reports a statement, in the user's words, about something it
 // does not name ("keep this in mind", "we do not answer those ourselves").
@@ -211,7 +210,7 @@ func ruleAttached(s string) (Candidate, bool) {
 	return c, true
 }
 
-var blockKey = regexp.MustCompile(`(?m)^\s*(?:[-*#]+\s*)?([A-Za-z][A-Za-z0-9_\-]{1,40})\s*:`)
+var blockKey = mustGuard(`(?m)^\s*(?:[-*#]+\s*)?([A-Za-z][A-Za-z0-9_\-]{1,40})\s*:`)
 
 // blockKeys are the key names of an attached block ("Owner:", "Data-Sources:").
 func blockKeys(block string) []string {
@@ -235,7 +234,7 @@ var (
 escalate route assign cite quote spell capitalise capitalize bold attach mention refer reply respond answer follow tag label sort round
 lead begin finish cap limit mask redact prefer stick`)
 	// forThisOne: an instruction for the answer at hand only.
-	forThisOne = regexp.MustCompile(`(?i)\b(?:just|only) for (?:this|that|these|those)\b|\bfor this one\b|\bthis time\b|\bfor now\b|\bin this (?:one|case|draft|version|reply|answer)\b|\bhere\b`)
+	forThisOne = mustGuard(`(?i)\b(?:just|only) for (?:this|that|these|those)\b|\bfor this one\b|\bthis time\b|\bfor now\b|\bin this (?:one|case|draft|version|reply|answer)\b|\bhere\b`)
 )
 
 // ruleImperative keeps, from feedback, an instruction in the imperative

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -185,7 +184,7 @@ func extractStatements(sts []statement, feedback bool, imperatives int) ([]Candi
 	return out, firstRule
 }
 
-var fence = regexp.MustCompile("(?s)```.*?(```|$)")
+var fence = mustGuard("(?s)```.*?(```|$)")
 
 // stripCode removes fenced code blocks (pasted code and logs are not statements).
 func stripCode(s string) string {
@@ -246,7 +245,7 @@ func sentences(text string) []string {
 	return out
 }
 
-var listNumber = regexp.MustCompile(`^\d{1,2}[.)]\s+`)
+var listNumber = mustGuard(`^\d{1,2}[.)]\s+`)
 
 func lastWord(s string) string {
 	s = strings.TrimSpace(s)
@@ -265,13 +264,13 @@ func firstSentence(s string) string {
 }
 
 var (
-	enCorrection = regexp.MustCompile(`(?i)^(?:no|nope|wrong|incorrect|not quite|not really|actually|correction|update|that'?s (?:wrong|incorrect|not right|not correct|not true)|that is (?:wrong|incorrect|not right|not correct|not true)|you'?re wrong|you are wrong|i(?:'ve| have)? changed my mind|change of plans?|scratch that|on second thought)\b[\s,.:;!—–-]*`)
-	enFiller     = regexp.MustCompile(`(?i)^(?:ok|okay|so|well|also|and|but|btw|by the way|oh|hey|hi|hello|great|thanks|thank you|sorry|wait|hmm|fyi:?|one more thing|just a note|quick note)\b[\s,.:;!—–-]*`)
-	zhCorrection = regexp.MustCompile(`^(?:不对|不是的|不是这样|错了|你错了|说错了|其实|更正一下|更正|纠正一下|纠正|我改主意了|改一下)[，,。.：:！!\s]*`)
-	zhFiller     = regexp.MustCompile(`^(?:好的|好|嗯|对了|另外|还有|顺便说一下|顺便|那个|哦|谢谢)[，,。.：:！!\s]*`)
-	changeWords  = regexp.MustCompile(`(?i)\b(?:from now on|going forward|from here on|instead|anymore|any more|no longer|these days|nowadays|switched to|moved to|migrated to|changed to|changing to|now prefer|now use|now using|now on)\b|\bnow[.!]?$`)
-	zhChange     = regexp.MustCompile(`以后|今后|从现在开始|从今以后|现在改|改用|改成|换成|换用|不再|现在用|现在更|迁移到|切换到`)
-	hypothetical = regexp.MustCompile(`(?i)^(?:if|unless|suppose|supposing|imagine|assuming|what if|in case)\b|^(?:如果|假如|要是|假设|万一)`)
+	enCorrection = mustGuard(`(?i)^(?:no|nope|wrong|incorrect|not quite|not really|actually|correction|update|that'?s (?:wrong|incorrect|not right|not correct|not true)|that is (?:wrong|incorrect|not right|not correct|not true)|you'?re wrong|you are wrong|i(?:'ve| have)? changed my mind|change of plans?|scratch that|on second thought)\b[\s,.:;!—–-]*`)
+	enFiller     = mustGuard(`(?i)^(?:ok|okay|so|well|also|and|but|btw|by the way|oh|hey|hi|hello|great|thanks|thank you|sorry|wait|hmm|fyi:?|one more thing|just a note|quick note)\b[\s,.:;!—–-]*`)
+	zhCorrection = mustGuard(`^(?:不对|不是的|不是这样|错了|你错了|说错了|其实|更正一下|更正|纠正一下|纠正|我改主意了|改一下)[，,。.：:！!\s]*`)
+	zhFiller     = mustGuard(`^(?:好的|好|嗯|对了|另外|还有|顺便说一下|顺便|那个|哦|谢谢)[，,。.：:！!\s]*`)
+	changeWords  = mustGuard(`(?i)\b(?:from now on|going forward|from here on|instead|anymore|any more|no longer|these days|nowadays|switched to|moved to|migrated to|changed to|changing to|now prefer|now use|now using|now on)\b|\bnow[.!]?$`)
+	zhChange     = mustGuard(`以后|今后|从现在开始|从今以后|现在改|改用|改成|换成|换用|不再|现在用|现在更|迁移到|切换到`)
+	hypothetical = mustGuard(`(?i)^(?:if|unless|suppose|supposing|imagine|assuming|what if|in case)\b|^(?:如果|假如|要是|假设|万一)`)
 )
 
 // extractSentence applies the rules to one sentence.
@@ -343,9 +342,9 @@ func extractSentence(s string) (Candidate, bool) {
 	return Candidate{}, false
 }
 
-var declarative = regexp.MustCompile(`(?i)^(?:the|our|my)\s+[\p{L}\p{N}]`)
+var declarative = mustGuard(`(?i)^(?:the|our|my)\s+[\p{L}\p{N}]`)
 
-var zhIsFact = regexp.MustCompile(`^(.{1,20}?)(?:是|为|改为|改成)(.+)`)
+var zhIsFact = mustGuard(`^(.{1,20}?)(?:是|为|改为|改成)(.+)`)
 
 func btoi(b bool) int {
 	if b {
@@ -354,7 +353,7 @@ func btoi(b bool) int {
 	return 0
 }
 
-var trailingChange = regexp.MustCompile(`(?i)[,\s]+(?:now|instead|from now on|going forward|these days|nowadays|anymore)[.!]*$`)
+var trailingChange = mustGuard(`(?i)[,\s]+(?:now|instead|from now on|going forward|these days|nowadays|anymore)[.!]*$`)
 
 func corrected(c Candidate, corr bool) Candidate {
 	if !corr {

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -14,10 +13,10 @@ import (
 // ---- names ----
 
 var (
-	enCallMe = regexp.MustCompile(`(?i)\b(?:please\s+)?(?:call me|you can call me|refer to me as|address me as)\s+(.+)`)
-	enMyName = regexp.MustCompile(`(?i)\b(?:my name is|my name's|i am called|i'm called|i go by)\s+(.+)`)
-	zhCallMe = regexp.MustCompile(`(?:请)?(?:叫我|称呼我为?|称我为?|喊我)\s*([^，,。.！!\s]{1,16})`)
-	zhMyName = regexp.MustCompile(`^我(?:的名字|的姓名)?(?:叫|是叫|名叫)\s*([^，,。.！!\s]{1,16})|^我的名字是\s*([^，,。.！!\s]{1,16})`)
+	enCallMe = mustGuard(`(?i)\b(?:please\s+)?(?:call me|you can call me|refer to me as|address me as)\s+(.+)`)
+	enMyName = mustGuard(`(?i)\b(?:my name is|my name's|i am called|i'm called|i go by)\s+(.+)`)
+	zhCallMe = mustGuard(`(?:请)?(?:叫我|称呼我为?|称我为?|喊我)\s*([^，,。.！!\s]{1,16})`)
+	zhMyName = mustGuard(`^我(?:的名字|的姓名)?(?:叫|是叫|名叫)\s*([^，,。.！!\s]{1,16})|^我的名字是\s*([^，,。.！!\s]{1,16})`)
 )
 
 func ruleName(s string) (Candidate, bool) {
@@ -53,7 +52,7 @@ func ruleName(s string) (Candidate, bool) {
 	return Candidate{}, false
 }
 
-var nameStop = regexp.MustCompile(`(?i)\s+(?:from now on|please|instead|going forward|in the future|and|but|because|since|when|if|from|—|-).*$|[,;:(].*$`)
+var nameStop = mustGuard(`(?i)\s+(?:from now on|please|instead|going forward|in the future|and|but|because|since|when|if|from|—|-).*$|[,;:(].*$`)
 
 // personName takes up to four words of a name.
 func personName(s string) string {
@@ -74,8 +73,8 @@ func personName(s string) string {
 // ---- my X is Y ----
 
 var (
-	enMy        = regexp.MustCompile(`(?i)^(?:and\s+)?(my|our)\s+((?:[\p{L}\p{N}'’_\-]+\s+){0,3}?[\p{L}\p{N}'’_\-]+)\s+(?:is now|are now|is|are|=)\s+(.+)`)
-	zhMy        = regexp.MustCompile(`^(我的|我们的)([^，,。是]{1,12}?)(?:是|为|叫|用的是)(.+)`)
+	enMy        = mustGuard(`(?i)^(?:and\s+)?(my|our)\s+((?:[\p{L}\p{N}'’_\-]+\s+){0,3}?[\p{L}\p{N}'’_\-]+)\s+(?:is now|are now|is|are|=)\s+(.+)`)
+	zhMy        = mustGuard(`^(我的|我们的)([^，,。是]{1,12}?)(?:是|为|叫|用的是)(.+)`)
 	notPersonal = setOf(`question questions point problem problems issue issues guess bad fault concern concerns answer idea plan understanding
 worry take thought thoughts opinion pleasure apologies apology mistake goal request task job code output error suggestion
 main first second last next only point main`)
@@ -145,7 +144,7 @@ func hasDigit(s string) bool { return strings.IndexFunc(s, unicode.IsDigit) >= 0
 
 // ---- preferences ----
 
-var enPrefer = regexp.MustCompile(`(?i)^(?:.{0,40}?[,;]\s*)?(?:and\s+)?i(?:'d|\s+would|'m|\s+am)?(?:\s+(?:really|strongly|generally|usually|still|now|also|much|definitely|absolutely|personally|mostly|always|do|actually))*\s+` +
+var enPrefer = mustGuard(`(?i)^(?:.{0,40}?[,;]\s*)?(?:and\s+)?i(?:'d|\s+would|'m|\s+am)?(?:\s+(?:really|strongly|generally|usually|still|now|also|much|definitely|absolutely|personally|mostly|always|do|actually))*\s+` +
 	`(prefer|rather|like to|like my|like it when|like using|like the|love|enjoy|hate|dislike|don't like|do not like|don't really like|can't stand|cannot stand|don't want|do not want|want you to|like you to|need you to|don't need|do not need|used to|favor|favour|avoid)\b\s*(.*)`)
 
 func rulePrefer(s string) (Candidate, bool) {
@@ -189,8 +188,8 @@ func rulePrefer(s string) (Candidate, bool) {
 }
 
 var (
-	zhPrefer   = regexp.MustCompile(`^((?:[^，,。]{0,12}[，,])?)我(?:个人)?(?:更|比较|最|很|还是|一直|通常|也|现在|其实|真的|特别|非常)*(喜欢|偏好|偏爱|倾向于|倾向|习惯于|习惯|爱用|想要|希望|要求)(.+)`)
-	zhDislike  = regexp.MustCompile(`^((?:[^，,。]{0,12}[，,])?)我(?:个人)?(?:很|真的|特别|非常|一直|也|现在)*(不喜欢|讨厌|不想要|不希望|不想|受不了|不习惯|反感)(.+)`)
+	zhPrefer   = mustGuard(`^((?:[^，,。]{0,12}[，,])?)我(?:个人)?(?:更|比较|最|很|还是|一直|通常|也|现在|其实|真的|特别|非常)*(喜欢|偏好|偏爱|倾向于|倾向|习惯于|习惯|爱用|想要|希望|要求)(.+)`)
+	zhDislike  = mustGuard(`^((?:[^，,。]{0,12}[，,])?)我(?:个人)?(?:很|真的|特别|非常|一直|也|现在)*(不喜欢|讨厌|不想要|不希望|不想|受不了|不习惯|反感)(.+)`)
 	zhConnects = []string{"而不是", "而非", "不要", "不用", "，不", ",不", "胜过", "多过"}
 )
 
@@ -254,8 +253,8 @@ func prefSlot(c *Candidate, rest, sentence string, neg, isRule bool) {
 }
 
 var (
-	enConnect   = regexp.MustCompile(`(?i)\s+(?:over|rather than|instead of|than|and not|not|vs\.?|versus)\s+|,\s*(?:not|never)\s+|\s+to\s+(?:using\s+)?`)
-	enQualifier = regexp.MustCompile(`(?i)\s+(?:for|when|in|on|while|during|with)\s+(.+)$`)
+	enConnect   = mustGuard(`(?i)\s+(?:over|rather than|instead of|than|and not|not|vs\.?|versus)\s+|,\s*(?:not|never)\s+|\s+to\s+(?:using\s+)?`)
+	enQualifier = mustGuard(`(?i)\s+(?:for|when|in|on|while|during|with)\s+(.+)$`)
 )
 
 // splitObject separates "tabs over spaces for Go code" into the preferred
@@ -280,9 +279,9 @@ func splitObject(rest string) (object, qualifier string) {
 // ---- rules ----
 
 var (
-	enRule = regexp.MustCompile(`(?i)^(?:please\s+)?(?:(?:from now on|going forward|from here on|in (?:the )?future|henceforth)[,\s]+)?(?:please\s+)?(?:(you|i|we)\s+(?:should\s+|must\s+|will\s+)?)?` +
+	enRule = mustGuard(`(?i)^(?:please\s+)?(?:(?:from now on|going forward|from here on|in (?:the )?future|henceforth)[,\s]+)?(?:please\s+)?(?:(you|i|we)\s+(?:should\s+|must\s+|will\s+)?)?` +
 		`(always|never|don't ever|do not ever|don't|do not|make sure(?: to| that| you)?|remember to|don't forget to|do not forget to|be sure to|stop|keep)\s+(.+)`)
-	enFromNow = regexp.MustCompile(`(?i)^(?:from now on|going forward|from here on|in (?:the )?future|henceforth)[,\s]+(?:please\s+)?(.+)`)
+	enFromNow = mustGuard(`(?i)^(?:from now on|going forward|from here on|in (?:the )?future|henceforth)[,\s]+(?:please\s+)?(.+)`)
 	notRules  = setOf(`worry bother mind be know care think apologize apologise hesitate panic thank`)
 )
 
@@ -368,9 +367,9 @@ func ruleAlways(s string) (Candidate, bool) {
 }
 
 var (
-	zhRulePos = regexp.MustCompile(`^(?:请你|请|你)?(?:以后|今后|从现在开始|从今以后|以后请|记得)?[，,]?(?:请|你)?(总是|一直|始终|每次都|永远都|永远|务必|一定要|必须|记得)(.+)`)
-	zhFromNow = regexp.MustCompile(`^(?:请你|请|你)?(?:以后|今后|从现在开始|从今以后|往后)[，,]?(?:请|你)?(?:都|就)?(.+)`)
-	zhRuleNeg = regexp.MustCompile(`^(?:请你|请|你)?(?:以后|今后|从现在开始|从今以后|以后请)?[，,]?(?:请|你)?(永远不要|永远别|绝对不要|千万不要|千万别|不要再|不要|别再|别|不许|禁止|不准|不能|不可以)(.+)`)
+	zhRulePos = mustGuard(`^(?:请你|请|你)?(?:以后|今后|从现在开始|从今以后|以后请|记得)?[，,]?(?:请|你)?(总是|一直|始终|每次都|永远都|永远|务必|一定要|必须|记得)(.+)`)
+	zhFromNow = mustGuard(`^(?:请你|请|你)?(?:以后|今后|从现在开始|从今以后|往后)[，,]?(?:请|你)?(?:都|就)?(.+)`)
+	zhRuleNeg = mustGuard(`^(?:请你|请|你)?(?:以后|今后|从现在开始|从今以后|以后请)?[，,]?(?:请|你)?(永远不要|永远别|绝对不要|千万不要|千万别|不要再|不要|别再|别|不许|禁止|不准|不能|不可以)(.+)`)
 )
 
 func ruleZhRule(s string) (Candidate, bool) {
@@ -402,14 +401,14 @@ func zhRuleContent(s string) string {
 // ---- project ----
 
 var (
-	enProject = regexp.MustCompile(`(?i)^(?:.{0,30}?[,;]\s*)?(?:` +
+	enProject = mustGuard(`(?i)^(?:.{0,30}?[,;]\s*)?(?:` +
 		`we(?:'re| are)?(?:\s+(?:now|currently|mostly|mainly|also|still|actually))*\s+(use|using|run|running|deploy|deploying|host|hosting|rely on|relying on|build with|building with|write|writing|code in|develop in|standardi[sz]ed on|migrated to|switched to|moved to|changed to|are moving to|are migrating to|are switching to|'re moving to|'re migrating to|'re switching to|target|targeting|support|ship)` +
 		`|we(?:'ve| have)\s+(switched to|moved to|migrated to|changed to|standardi[sz]ed on|adopted|chosen|picked|decided on|decided to use)` +
 		`|(?:our|the)\s+(?:stack|project|team|codebase|code base|repo|repository|app|application|service|backend|frontend|ci|infra|infrastructure|api|website|site|product|company|org|organization|database|db|deployment|server|servers|cluster)\s+(uses|is using|runs on|runs|relies on|is built on|is built with|is written in|is deployed (?:on|to)|lives (?:on|in)|has moved to|moved to|switched to|migrated to|is hosted on|targets|depends on)` +
 		`)\s+(.+)`)
 )
 
-var enSwitched = regexp.MustCompile(`(?i)^(?:.{0,30}?[,;]\s*)?(?:we|(?:the|our) (?:team|company|org|organi[sz]ation|project))(?:'ve| have| has)?(?:\s+(?:just|now|finally|recently|already))*\s+(switched|moved|migrated|changed|ported|upgraded)\s+((?:the|our)\s+)?((?:[\p{L}\p{N}_\-]+\s+){0,3}?[\p{L}\p{N}_\-]+)\s+(?:over\s+)?(?:to|onto)\s+(.+)`)
+var enSwitched = mustGuard(`(?i)^(?:.{0,30}?[,;]\s*)?(?:we|(?:the|our) (?:team|company|org|organi[sz]ation|project))(?:'ve| have| has)?(?:\s+(?:just|now|finally|recently|already))*\s+(switched|moved|migrated|changed|ported|upgraded)\s+((?:the|our)\s+)?((?:[\p{L}\p{N}_\-]+\s+){0,3}?[\p{L}\p{N}_\-]+)\s+(?:over\s+)?(?:to|onto)\s+(.+)`)
 
 func ruleProject(s string) (Candidate, bool) {
 	m := enProject.FindStringSubmatch(s)
@@ -454,7 +453,7 @@ func ruleProject(s string) (Candidate, bool) {
 }
 
 var (
-	zhProject = regexp.MustCompile(`^(?:[^，,。]{0,12}[，,])?(?:我们团队|我们公司|我们的项目|我们项目|这个项目|我们|团队|公司|项目|代码库|仓库)(?:的([^，,。]{1,8}?))?(?:现在|目前|一直|都|也|主要|已经)*(用|使用|在用|采用|用的是|基于|跑在|部署在|改用|换成|换用|迁移到|切换到|改成)(.+)`)
+	zhProject = mustGuard(`^(?:[^，,。]{0,12}[，,])?(?:我们团队|我们公司|我们的项目|我们项目|这个项目|我们|团队|公司|项目|代码库|仓库)(?:的([^，,。]{1,8}?))?(?:现在|目前|一直|都|也|主要|已经)*(用|使用|在用|采用|用的是|基于|跑在|部署在|改用|换成|换用|迁移到|切换到|改成)(.+)`)
 )
 
 func ruleZhProject(s string) (Candidate, bool) {
@@ -491,9 +490,9 @@ func ruleZhProject(s string) (Candidate, bool) {
 // ---- remember / facts ----
 
 var (
-	enRemember = regexp.MustCompile(`(?i)^(?:please\s+)?(?:remember|keep in mind|note|noted|fyi|for your information|just so you know|for context|for (?:future|your) reference|don't forget|do not forget|bear in mind|important|heads up|be aware)\b(?:\s+that)?[:,\s]+(.+)`)
-	zhRemember = regexp.MustCompile(`^(?:请)?(?:记住|记一下|记下|记得|注意|备注|提醒一下|要知道|你要知道)[，,:：\s]*(.+)`)
-	enIsFact   = regexp.MustCompile(`(?i)^(?:the|our|my|this|that)?\s*((?:[\p{L}\p{N}'’_\-]+\s+){0,4}?[\p{L}\p{N}'’_\-]+)\s+(?:is|are|was|=|should be|must be|has to be|needs to be|will be)\s+(.+)`)
+	enRemember = mustGuard(`(?i)^(?:please\s+)?(?:remember|keep in mind|note|noted|fyi|for your information|just so you know|for context|for (?:future|your) reference|don't forget|do not forget|bear in mind|important|heads up|be aware)\b(?:\s+that)?[:,\s]+(.+)`)
+	zhRemember = mustGuard(`^(?:请)?(?:记住|记一下|记下|记得|注意|备注|提醒一下|要知道|你要知道)[，,:：\s]*(.+)`)
+	enIsFact   = mustGuard(`(?i)^(?:the|our|my|this|that)?\s*((?:[\p{L}\p{N}'’_\-]+\s+){0,4}?[\p{L}\p{N}'’_\-]+)\s+(?:is|are|was|=|should be|must be|has to be|needs to be|will be)\s+(.+)`)
 )
 
 func ruleRemember(s string) (Candidate, bool) {
@@ -541,7 +540,7 @@ func factSlot(c *Candidate, x, y string) {
 // included ("any ticket that mentions a chargeback or legal action").
 const quantifiedNP = `(?:any|every|all|each|no)\s+(?:[\p{L}\p{N}'’_\-.,]+\s+){0,11}?[\p{L}\p{N}'’_\-.]+`
 
-var enShouldBe = regexp.MustCompile(`(?i)^((?:the|our|my|this|that|your|all|every|each)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+|` + quantifiedNP + `)\s+(?:should|must|has to|have to|needs to|need to|ought to)\s+(?:always\s+)?be\s+(.+)`)
+var enShouldBe = mustGuard(`(?i)^((?:the|our|my|this|that|your|all|every|each)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+|` + quantifiedNP + `)\s+(?:should|must|has to|have to|needs to|need to|ought to)\s+(?:always\s+)?be\s+(.+)`)
 
 // "The default timeout should be 30 seconds", "that's wrong, it should be 9090".
 func ruleShouldBe(s string) (Candidate, bool) {
@@ -587,8 +586,8 @@ func ruleShouldBe(s string) (Candidate, bool) {
 }
 
 var (
-	zhShouldBe = regexp.MustCompile(`^(.{1,30}?)(?:应该是|应当是|必须是|得是|要是|应该为|应该改成|应该改为|应该用|应该使用)(.+)`)
-	zhShould   = regexp.MustCompile(`^(?:应该|应当|要|得)(?:是|用|使用|改成|改为)?(.+)`)
+	zhShouldBe = mustGuard(`^(.{1,30}?)(?:应该是|应当是|必须是|得是|要是|应该为|应该改成|应该改为|应该用|应该使用)(.+)`)
+	zhShould   = mustGuard(`^(?:应该|应当|要|得)(?:是|用|使用|改成|改为)?(.+)`)
 )
 
 func ruleZhShould(s string) (Candidate, bool) {
@@ -614,8 +613,8 @@ func ruleZhShould(s string) (Candidate, bool) {
 }
 
 var (
-	enMust = regexp.MustCompile(`(?i)^((?:the|our|my|all|every|each|any|no)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+?|` + quantifiedNP + `)\s+(?:only\s+|also\s+|still\s+|really\s+|always\s+)?(must not|mustn't|must never|must always|must|shall not|shall|should always|should never|are required to|is required to|are not allowed to|is not allowed to|may not|has to|have to|needs|need|requires|require)\s+(.+)`)
-	zhMust = regexp.MustCompile(`^(.{1,30}?)(必须|务必|一定要|不能|不得|禁止)(.+)`)
+	enMust = mustGuard(`(?i)^((?:the|our|my|all|every|each|any|no)?\s*(?:[\p{L}\p{N}'’_\-.]+\s+){0,5}?[\p{L}\p{N}'’_\-.]+?|` + quantifiedNP + `)\s+(?:only\s+|also\s+|still\s+|really\s+|always\s+)?(must not|mustn't|must never|must always|must|shall not|shall|should always|should never|are required to|is required to|are not allowed to|is not allowed to|may not|has to|have to|needs|need|requires|require)\s+(.+)`)
+	zhMust = mustGuard(`^(.{1,30}?)(必须|务必|一定要|不能|不得|禁止)(.+)`)
 )
 
 // "All PRs must be reviewed", "commits must not touch vendor/", "the
@@ -674,7 +673,7 @@ var participles = setOf(`been gone done seen made got had lost left forgot put r
 
 // ---- episodes ----
 
-var enEpisode = regexp.MustCompile(`(?i)^(?:(?:today|yesterday|this (?:morning|afternoon|evening|week)|last (?:night|week|month)|earlier today|just now)[,\s]+)?(?:i|we)(?:'ve| have)?\s+(?:just\s+|finally\s+|already\s+)?` +
+var enEpisode = mustGuard(`(?i)^(?:(?:today|yesterday|this (?:morning|afternoon|evening|week)|last (?:night|week|month)|earlier today|just now)[,\s]+)?(?:i|we)(?:'ve| have)?\s+(?:just\s+|finally\s+|already\s+)?` +
 	`(finished|shipped|released|deployed|merged|fixed|launched|completed|upgraded|started|published|submitted|closed|signed|booked|moved|got|passed|failed|lost|won|joined|left|bought|sold|renamed|created|set up|installed)\b\s+(.+)`)
 
 func ruleEpisode(s string) (Candidate, bool) {

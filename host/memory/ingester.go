@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -332,12 +334,72 @@ func toTurn(host string, t store.Turn) Turn {
 	// Capped first: a huge pasted message costs no more redaction than a long one.
 	user, _ := Redact(textclip.Prefix(ex.User, maxTurnText))
 	asst, _ := Redact(textclip.Prefix(ex.Assistant, maxTurnText))
-	var injected []string
-	_ = json.Unmarshal([]byte(t.InjectedJSON), &injected)
 	return Turn{
 		Source: host + "/" + strconv.FormatInt(t.ID, 10), SessionID: t.SessionID, Scope: t.MemoryScope, Agent: t.Agent,
-		User: user, Assistant: asst, TurnID: t.ID, At: t.CreatedAt, Injected: injected,
+		User: user, Assistant: asst, TurnID: t.ID, At: t.CreatedAt, Injected: injectedIDs(t.InjectedJSON),
 	}
+}
+
+// injectedIDs decodes a recorded turn's injected ids (a JSON array of
+// strings, ignoring errors) as json.Unmarshal into a []string does. The
+// proxy writes them as a plain array of ids without escapes, read here
+// without a decoder: the ids are substrings of s. Anything else is decoded.
+func injectedIDs(s string) []string {
+	i := skipSpace(s, 0)
+	if i == len(s) || s[i] != '[' {
+		return injectedDecoded(s)
+	}
+	ids := []string{}
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		if skipSpace(s, i+1) != len(s) {
+			return injectedDecoded(s)
+		}
+		return ids
+	}
+	n := 1 + strings.Count(s, ",")
+	ids = make([]string, 0, n)
+	for {
+		if i == len(s) || s[i] != '"' {
+			return injectedDecoded(s)
+		}
+		j := i + 1
+		for j < len(s) && s[j] != '"' && s[j] != '\\' && s[j] >= 0x20 && s[j] < utf8.RuneSelf {
+			j++
+		}
+		if j == len(s) || s[j] != '"' {
+			return injectedDecoded(s) // escapes, control or non-ASCII bytes: the decoder's
+		}
+		ids = append(ids, s[i+1:j])
+		i = skipSpace(s, j+1)
+		if i == len(s) {
+			return injectedDecoded(s)
+		}
+		switch s[i] {
+		case ',':
+			i = skipSpace(s, i+1)
+		case ']':
+			if skipSpace(s, i+1) != len(s) {
+				return injectedDecoded(s)
+			}
+			return ids
+		default:
+			return injectedDecoded(s)
+		}
+	}
+}
+
+func injectedDecoded(s string) []string {
+	var ids []string
+	_ = json.Unmarshal([]byte(s), &ids)
+	return ids
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // IngestSession ingests a session's pending turns, batch by batch; final

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -15,7 +14,7 @@ import (
 
 // keyEntity finds the distinctive tokens of a wording: offsets, identifiers
 // with _ - . or digits, long all-capital patterns.
-var keyEntity = regexp.MustCompile(`[+-]\d{2}:\d{2}|[A-Za-z][A-Za-z0-9]*(?:[_\-.][A-Za-z0-9]+)+_?|\b[A-Za-z]*\d[A-Za-z0-9]*\b|\b[A-Z]{6,}[A-Z0-9]*_?`)
+var keyEntity = mustGuard(`[+-]\d{2}:\d{2}|[A-Za-z][A-Za-z0-9]*(?:[_\-.][A-Za-z0-9]+)+_?|\b[A-Za-z]*\d[A-Za-z0-9]*\b|\b[A-Z]{6,}[A-Z0-9]*_?`)
 
 // keyEntities returns the lower-cased key entities of content.
 func keyEntities(content string) map[string]struct{} {
@@ -32,7 +31,7 @@ func keyEntities(content string) map[string]struct{} {
 
 // negation at the verb: "never", "do not", "must not" (a bare "not" in an
 // aside — "not a bare date" — is not a change of polarity).
-var negation = regexp.MustCompile(`(?i)\b(?:never|don't|do not|does not|doesn't|must not|mustn't|should not|shouldn't|cannot|can't|may not|avoid|no longer|stop)\b|不要|别|不能|禁止|永远不`)
+var negation = mustGuard(`(?i)\b(?:never|don't|do not|does not|doesn't|must not|mustn't|should not|shouldn't|cannot|can't|may not|avoid|no longer|stop)\b|不要|别|不能|禁止|永远不`)
 
 func polarity(u *Unit) byte {
 	if v := u.Value; v != "" && (v[0] == '+' || v[0] == '-') {

@@ -180,7 +180,7 @@ func lineStatements(line string) []statement {
 // output has issues: the timestamps must …", "The time fields are
 // incorrect: every time field needs …"): what follows the colon is the
 // statement, read as feedback.
-var defectLead = regexp.MustCompile(`(?i)^[^:：]{0,60}?\b(?:(?:has|have|had|with|found|there (?:are|were))\s+(?:(?:some|a few|several|two|three|many|the same|these)\s+)?(?:issues?|problems?|errors?|mistakes?|bugs?)|(?:is|are|was|were)\s+(?:still\s+|all\s+)?(?:wrong|incorrect|not right|broken|off))\s*[:：]\s+`)
+var defectLead = mustGuard(`(?i)^[^:：]{0,60}?\b(?:(?:has|have|had|with|found|there (?:are|were))\s+(?:(?:some|a few|several|two|three|many|the same|these)\s+)?(?:issues?|problems?|errors?|mistakes?|bugs?)|(?:is|are|was|were)\s+(?:still\s+|all\s+)?(?:wrong|incorrect|not right|broken|off))\s*[:：]\s+`)
 
 func afterDefectLead(s string) (string, bool) {
 	loc := defectLead.FindStringIndex(s)
@@ -199,7 +199,7 @@ func afterDefectLead(s string) (string, bool) {
 
 // clauseJoint joins two statements in one sentence ("The file name should
 // be X, and the front-matter is missing reviewed_at").
-var clauseJoint = regexp.MustCompile(`(?i)(?:,|;)\s+(?:and|but|also|plus)\s+(?:the|this|your|all|every|each|our)\s`)
+var clauseJoint = mustGuard(`(?i)(?:,|;)\s+(?:and|but|also|plus)\s+(?:the|this|your|all|every|each|our)\s`)
 
 // clauses splits a sentence at joints after which a new subject starts.
 func clauses(s string) []string {
@@ -221,7 +221,7 @@ func clauses(s string) []string {
 	return out
 }
 
-var enumMarker = regexp.MustCompile(`(?:^|[\s:;,])(\((\d{1,2}|[a-h])\)|(\d{1,2})[.)]|([a-h])\))\s`)
+var enumMarker = mustGuard(`(?:^|[\s:;,])(\((\d{1,2}|[a-h])\)|(\d{1,2})[.)]|([a-h])\))\s`)
 
 // inlineEnumeration finds a run of markers numbered 1, 2, … (or a, b, …)
 // in a line: the text before the first, the items, and what follows the

@@ -7,8 +7,10 @@ package transcript
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
@@ -39,7 +41,46 @@ type message struct {
 // UserText returns the new user text of a request body in either wire
 // format: the trailing user messages after the last assistant/tool message,
 // cleaned. A request whose tail is a tool result has no new user text.
+//
+// The body is read as encoding/json would decode it into a messages array
+// of roles and raw contents, without decoding what it skips (scan.go).
 func UserText(requestJSON string) string {
+	b := unsafe.Slice(unsafe.StringData(requestJSON), len(requestJSON)) // read only
+	if !validJSON(b) {
+		return ""
+	}
+	var buf [4][]byte
+	contents, r := trailingUserContents(b, buf[:0])
+	switch r {
+	case scanFail:
+		return ""
+	case scanFallback:
+		return userTextDecoded(requestJSON)
+	}
+	var parts []string
+	for i := len(contents) - 1; i >= 0; i-- {
+		var c msgcontent.Content
+		ok := false
+		if c.Text, ok = plainString(contents[i]); !ok {
+			c, _ = msgcontent.Read(contents[i], msgcontent.Options{Sep: "\n"})
+		}
+		if c.ToolResult {
+			return ""
+		}
+		if t := usertext.Clean(c.Text); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	slices.Reverse(parts)
+	return strings.Join(parts, "\n")
+}
+
+// userTextDecoded is UserText by encoding/json, for the bodies the scan
+// leaves to it.
+func userTextDecoded(requestJSON string) string {
 	var body struct {
 		Messages []message `json:"messages"`
 	}
@@ -66,12 +107,21 @@ func UserText(requestJSON string) string {
 
 // FromTurn builds the Exchange of a recorded turn.
 func FromTurn(t store.Turn) Exchange {
-	var calls []json.RawMessage
-	_ = json.Unmarshal([]byte(t.ToolCallsJSON), &calls)
 	return Exchange{
 		TurnID: t.ID, SessionID: t.SessionID, Agent: t.Agent, Scope: t.MemoryScope, TurnIndex: t.TurnIndex,
-		User: UserText(t.RequestJSON), Assistant: usertext.Clean(t.ResponseText), ToolCalls: len(calls), At: t.CreatedAt,
+		User: UserText(t.RequestJSON), Assistant: usertext.Clean(t.ResponseText), ToolCalls: toolCalls(t.ToolCallsJSON), At: t.CreatedAt,
 	}
+}
+
+// toolCalls counts the elements of a recorded turn's tool calls; the store
+// writes "[]" for a turn without any, which needs no decoder.
+func toolCalls(callsJSON string) int {
+	if callsJSON == "[]" {
+		return 0
+	}
+	var calls []json.RawMessage
+	_ = json.Unmarshal([]byte(callsJSON), &calls)
+	return len(calls)
 }
 
 // Learnable reports whether a turn may feed learning: a successful main turn.
