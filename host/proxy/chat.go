@@ -29,7 +29,7 @@ type turn struct {
 	clientAPI apiformat.API
 	req       *request
 	id        identity
-	inj       core.Injection
+	inj       core.Lazy
 	rec       *store.Turn
 	body      []byte // the request as the client sent it (rec.RequestJSON's bytes)
 	observed  bool
@@ -92,9 +92,9 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 		} else if t.id.turnType == core.TurnMain && !t.req.alreadyInjected() {
 			q := core.Query{Agent: t.id.agent, SessionID: t.id.session, Scope: t.id.scope, UserTexts: t.req.recentUserTexts(3)}
 			step.to("metaclaw.context")
-			t.inj = s.o.Core.Context(r.Context(), q)
+			t.inj = s.o.Core.ContextLazy(r.Context(), q)
 			step.to("metaclaw.request.prepare")
-			t.req.inject(t.inj.Block)
+			t.req.inject(t.inj)
 		} else if t.id.turnType == core.TurnMain {
 			s.hookInjection(r, t)
 		}
