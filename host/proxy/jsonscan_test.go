@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,6 +126,41 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
+// TestScanValidTakesAgentBodies: the fast scanner agrees with json.Valid
+// on the grammar's corners, and takes real agent bodies itself (else every
+// request would pay for the slower checks too).
+func TestScanValidTakesAgentBodies(t *testing.T) {
+	for _, s := range []string{
+		`{"a":1}`, `{"a":1,"a":2}`, "{\"a\":\"\xff\xfe\"}", `"\ud800"`, `[]`, `{}`, ` [ 1 , -0.5e+3 , 2E-2 , true , false , null ] `,
+		`{"a":"\/\b\f\n\r\t\\\"\u00e9"}`, "\"\x7f é 😀\"", `0`, `-0`, `1.5`,
+		`[1,2,]`, `{"a" 1}`, `01`, `1.`, `1e`, `-`, `+1`, `.5`, `"\u12"`, `"\x"`, "\"a\x00\"", "\ufeff{}", `{}x`, `{} {}`, ``, ` `,
+		`{"a":1,}`, `{,}`, `[,1]`, `tru`, `nul`, `[` + strings.Repeat("[", 300) + strings.Repeat("]", 301),
+	} {
+		want := json.Valid([]byte(s))
+		got := scanValid([]byte(s))
+		if got && !want {
+			t.Errorf("scanValid accepts %q, json.Valid refuses it", s)
+		}
+		if !got && want && !strings.HasPrefix(s, "[[[") {
+			t.Errorf("scanValid refuses %q, json.Valid accepts it", s)
+		}
+		if validJSON([]byte(s)) != want {
+			t.Errorf("validJSON(%q) != json.Valid", s)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "openclaw-2026.9.6", "requests", "01-openai-completions.turn1.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capt struct{ Body json.RawMessage }
+	if err := json.Unmarshal(raw, &capt); err != nil {
+		t.Fatal(err)
+	}
+	if !scanValid(capt.Body) || !scanValid(raw) {
+		t.Error("scanValid refuses a captured OpenClaw request")
+	}
+}
+
 // FuzzValidJSON: validJSON says what json.Valid says, and the fast
 // scanner never accepts what json.Valid refuses (the fallback only rescues
 // what the fast one refused).
@@ -142,6 +179,9 @@ func FuzzValidJSON(f *testing.F) {
 		}
 		if fast := jsontext.Value(b).IsValid(validOpts...); fast && !want {
 			t.Fatalf("jsontext accepts %q, which json.Valid refuses", b)
+		}
+		if scanValid(b) && !want {
+			t.Fatalf("scanValid accepts %q, which json.Valid refuses", b)
 		}
 	})
 }
