@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -184,4 +185,19 @@ func FuzzValidJSON(f *testing.F) {
 			t.Fatalf("scanValid accepts %q, which json.Valid refuses", b)
 		}
 	})
+}
+
+// TestValidAgentID: the hand check accepts what the pattern it replaced
+// accepted, and nothing else.
+func TestValidAgentID(t *testing.T) {
+	pattern := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
+	ids := []string{"", "default", "a", "A9._:@-x", "-a", ".a", "_a", "a b", "a/b", "é", "a\n", "\na", "a$", strings.Repeat("a", 128), strings.Repeat("a", 129), "main@host:1.2-3_4", "a\x00"}
+	for c := 0; c < 256; c++ {
+		ids = append(ids, string([]byte{byte(c)}), "a"+string([]byte{byte(c)}))
+	}
+	for _, id := range ids {
+		if got, want := validAgentID(id), pattern.MatchString(id); got != want {
+			t.Errorf("validAgentID(%q) = %v, the pattern says %v", id, got, want)
+		}
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
@@ -260,7 +259,22 @@ type identity struct {
 	scope       core.Scope
 }
 
-var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
+// validAgentID reports whether id matches ^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$
+// (checked on every request: without the regexp's machine, which its
+// pool drops at each GC).
+func validAgentID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+		if !alnum && (i == 0 || (c != '.' && c != '_' && c != ':' && c != '@' && c != '-')) {
+			return false
+		}
+	}
+	return true
+}
 
 func truthy(s string) bool {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -299,7 +313,7 @@ func resolveIdentity(hr *http.Request, r *request, pathAgent string) (identity, 
 	if id.agent == "" {
 		id.agent = "default"
 	}
-	if !agentIDPattern.MatchString(id.agent) {
+	if !validAgentID(id.agent) {
 		return id, fmt.Errorf("agent id %q is invalid: use letters, digits and . _ : @ - (at most 128)", id.agent)
 	}
 	switch id.turnType {
