@@ -38,7 +38,7 @@ func BenchmarkRequestPath(b *testing.B) {
 		}
 		_ = r.recentUserTexts(3)
 		if !r.alreadyInjected() {
-			r.inject(block)
+			r.inject(&block)
 		}
 		if _, err := r.encode(); err != nil {
 			b.Fatal(err)

@@ -35,6 +35,10 @@ type turn struct {
 	observed  bool
 	ctx       context.Context // the request's
 	sentKey   string          // the key sent upstream: never echoed back (scrub.go)
+	secrets   []string        // secretKeys, once sentKey is known (scrubKey runs on every stream event)
+	// secretBytes are the secrets as bytes, for scrubKey: a key longer
+	// than 32 bytes converted on every event was an allocation each time.
+	secretBytes [][]byte
 	// passThrough: MetaClaw is switched off; nothing is injected or recorded.
 	passThrough bool
 	// scrubbed is the request body's redaction, done while the upstream
@@ -94,7 +98,7 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 			step.to("metaclaw.context")
 			t.inj = s.o.Core.ContextLazy(r.Context(), q)
 			step.to("metaclaw.request.prepare")
-			t.req.inject(t.inj)
+			t.req.inject(&t.inj) // a pointer: no copy of the value boxed on the heap
 		} else if t.id.turnType == core.TurnMain {
 			s.hookInjection(r, t)
 		}
