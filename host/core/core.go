@@ -26,6 +26,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
 // Turn types: side turns (heartbeat, cron, maintenance) are served and
@@ -229,12 +230,19 @@ func (c *Core) OnSessionEnd(kind string, h JobHandler) {
 // with whatever the others returned. The first Context of a session runs
 // the session-start listeners first (OnSessionStart).
 func (c *Core) Context(ctx context.Context, q Query) Injection {
+	return c.ContextLazy(ctx, q).Injection()
+}
+
+// ContextLazy is Context with the block not yet written out: the proxy
+// writes it where it goes, JSON-escaped into the forwarded body, without
+// first building the block's string (several KB per turn).
+func (c *Core) ContextLazy(ctx context.Context, q Query) Lazy {
 	c.noteSession(ctx, SessionStart{SessionID: q.SessionID, Agent: q.Agent, Scope: q.Scope, Reason: StartFirstTurn})
 	c.mu.RLock()
 	providers := c.providers
 	c.mu.RUnlock()
 	if len(providers) == 0 {
-		return Injection{}
+		return Lazy{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.window)
 	defer cancel()
@@ -254,7 +262,7 @@ func (c *Core) Context(ctx context.Context, q Query) Injection {
 	for i, p := range providers[:last] {
 		sections[i] = c.await(ctx, p, answers[i])
 	}
-	return Render(sections)
+	return renderOwned(sections)
 }
 
 type providerAnswer struct {
@@ -323,33 +331,87 @@ func (c *Core) answer(p Provider, r providerAnswer) Section {
 const blockHeader = "\nContext from MetaClaw, the user's learning layer. Use it when it helps; the user's instructions take precedence.\n"
 
 // Render joins sections into one block between the markers.
-func Render(sections []Section) Injection {
-	var b strings.Builder
-	b.Grow(renderSize(sections)) // one allocation for a block of several KB
-	var inj Injection
+func Render(sections []Section) Injection { return RenderLazy(sections).Injection() }
+
+// Lazy is a rendered block not yet written out, with what it holds.
+type Lazy struct {
+	IDs    []string // ids of everything injected
+	Tokens int
+	// parts are the sections with a body, bodies trimmed; size is the
+	// block's length in bytes (0: nothing to inject).
+	parts []Section
+	size  int
+}
+
+// RenderLazy is Render without building the block's string.
+func RenderLazy(sections []Section) Lazy {
+	return renderOwned(append([]Section(nil), sections...))
+}
+
+// renderOwned is RenderLazy on sections the caller gives up: the
+// sections with a body are kept in place, trimmed.
+func renderOwned(sections []Section) Lazy {
+	l := Lazy{parts: sections[:0]}
 	for _, s := range sections {
 		body := strings.TrimSpace(s.Body)
 		if body == "" {
 			continue
 		}
-		if b.Len() == 0 {
-			b.WriteString(block.Begin)
-			b.WriteString(blockHeader)
-		}
-		b.WriteString("\n## ")
-		b.WriteString(s.Title)
-		b.WriteString("\n\n")
-		b.WriteString(body)
-		b.WriteString("\n")
-		inj.IDs = append(inj.IDs, s.IDs...)
+		s.Body = body
+		l.parts = append(l.parts, s)
+		l.size += len("\n## ") + len(s.Title) + len("\n\n") + len(body) + len("\n")
+		l.IDs = append(l.IDs, s.IDs...)
 	}
-	if b.Len() == 0 {
-		return inj
+	if len(l.parts) == 0 {
+		return l
 	}
-	b.WriteString(block.End)
-	inj.Block = b.String()
-	inj.Tokens = countBlock(sections, inj.Block)
-	return inj
+	l.size += len(block.Begin) + len(blockHeader) + len(block.End)
+	l.Tokens = countBlock(l.parts, l.size, l.String)
+	return l
+}
+
+// Len is the block's length in bytes.
+func (l Lazy) Len() int { return l.size }
+
+// Injection is the block written out.
+func (l Lazy) Injection() Injection {
+	return Injection{Block: l.String(), IDs: l.IDs, Tokens: l.Tokens}
+}
+
+// String is the block, markers included ("" when there is nothing to inject).
+func (l Lazy) String() string {
+	if l.size == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(l.size)
+	l.write(func(s string) { b.WriteString(s) })
+	return b.String()
+}
+
+// AppendJSON appends the block as the inside of a JSON string literal
+// (escaped byte for byte as jsonstr.AppendBody escapes String(): every
+// piece ends before an ASCII byte, so no UTF-8 sequence spans two).
+func (l Lazy) AppendJSON(dst []byte) []byte {
+	l.write(func(s string) { dst = jsonstr.AppendBody(dst, s) })
+	return dst
+}
+
+// write passes the block's pieces in order.
+func (l Lazy) write(w func(string)) {
+	if l.size == 0 {
+		return
+	}
+	w(block.Begin)
+	w(blockHeader)
+	for _, s := range l.parts {
+		w("\n## ")
+		w(s.Title)
+		w("\n\n")
+		w(s.Body)
+		w("\n")
+	}
+	w(block.End)
 }
 
 // frames remembers the frame's count by the titles of the sections present
@@ -358,29 +420,26 @@ func Render(sections []Section) Injection {
 // combinations in practice, far below the bound.
 var frames = tokens.NewCache(64)
 
-// countBlock measures the block. When every section measured its own body
-// (providers do, to fit their budgets), only the small frame around them is
-// counted: re-tokenizing a 1,500-token block costs ~0.5 ms per turn.
-func countBlock(sections []Section, rendered string) int {
-	sum, frame := 0, len(rendered)
+// countBlock measures the block of parts (the sections with a body,
+// trimmed), size bytes long. When every section measured its own body
+// (providers do, to fit their budgets), only the small frame around them
+// is counted: re-tokenizing a 1,500-token block costs ~0.5 ms per turn.
+func countBlock(parts []Section, size int, rendered func() string) int {
+	sum, frame := 0, size
 	var key [256]byte
 	k := key[:0]
-	for _, s := range sections {
-		body := strings.TrimSpace(s.Body)
-		if body == "" {
-			continue
-		}
+	for _, s := range parts {
 		if s.Tokens <= 0 {
-			return tokens.Count(rendered)
+			return tokens.Count(rendered())
 		}
 		sum += s.Tokens
-		frame -= len(body)
+		frame -= len(s.Body)
 		k = append(append(k, s.Title...), 0)
 	}
 	if frame < 0 {
-		return tokens.Count(rendered)
+		return tokens.Count(rendered())
 	}
-	return sum + frames.CountKeyed(k, func() string { return frameOf(sections) })
+	return sum + frames.CountKeyed(k, func() string { return frameOf(parts) })
 }
 
 // frameOf is the block's text without the sections' bodies.
@@ -527,13 +586,4 @@ func (c *Core) Close() error {
 	c.job.stop()
 	c.bgWG.Wait()
 	return nil
-}
-
-// renderSize bounds the length of the block Render writes.
-func renderSize(sections []Section) int {
-	n := len(block.Begin) + len(block.End) + 160
-	for _, s := range sections {
-		n += len(s.Title) + len(s.Body) + 8
-	}
-	return n
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/block"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
@@ -304,6 +305,51 @@ func TestRenderFrameCountByTitles(t *testing.T) {
 			if got := Render(secs).Tokens; got != want {
 				t.Errorf("round %d, %d sections: tokens %d, want %d", round, len(secs), got, want)
 			}
+		}
+	}
+}
+
+// TestLazyBlockWritesWhatRenderWrote: the block written out lazily is the
+// block as Render always wrote it (markers, header, a titled part per
+// section with a body, trimmed), and its JSON form is the escaped text
+// byte for byte, invalid UTF-8, control characters and U+2028 included.
+func TestLazyBlockWritesWhatRenderWrote(t *testing.T) {
+	render := func(secs []Section) string { // Render before it was lazy
+		var b strings.Builder
+		for _, s := range secs {
+			body := strings.TrimSpace(s.Body)
+			if body == "" {
+				continue
+			}
+			if b.Len() == 0 {
+				b.WriteString(block.Begin + blockHeader)
+			}
+			b.WriteString("\n## " + s.Title + "\n\n" + body + "\n")
+		}
+		if b.Len() == 0 {
+			return ""
+		}
+		return b.String() + block.End
+	}
+	for _, secs := range [][]Section{
+		nil,
+		{{Title: "Empty", Body: " \n"}},
+		{{Title: "Skills", Body: "  ### debugging\nReproduce \"it\", then\tbisect.\n\n", IDs: []string{"skill:a"}}, {Title: "Memories", Body: "- tabs <b>&</b>", IDs: []string{"memory:1", "memory:2"}}},
+		{{Title: "Bad \xe2", Body: "\xe2\x80 cut rune \u2028 sep \u2029 \x01\x1f \xff\xfe end \xf0\x9f\x98"}, {Title: "Tail", Body: "\x80\x80\x80\x80 ünïcødé 😀"}},
+	} {
+		l := RenderLazy(secs)
+		want := render(secs)
+		if got := l.String(); got != want {
+			t.Fatalf("String:\n%q\nwant\n%q", got, want)
+		}
+		if l.Len() != len(want) {
+			t.Fatalf("Len %d, want %d", l.Len(), len(want))
+		}
+		if got, want := string(l.AppendJSON([]byte("x"))), "x"+string(jsonstr.AppendBody(nil, want)); got != want {
+			t.Fatalf("AppendJSON:\n%q\nwant\n%q", got, want)
+		}
+		if inj := Render(secs); inj.Block != want || len(inj.IDs) != len(l.IDs) || inj.Tokens != l.Tokens {
+			t.Fatalf("Render %+v, lazy %+v", inj, l)
 		}
 	}
 }

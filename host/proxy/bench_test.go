@@ -23,7 +23,7 @@ func BenchmarkRequestPath(b *testing.B) {
 		Body json.RawMessage `json:"body"`
 	}
 	json.Unmarshal(raw, &capt)
-	block := core.Render([]core.Section{{Title: "Skills", Body: "### debugging\nReproduce, bisect, fix, add a test."}}).Block
+	block := core.RenderLazy([]core.Section{{Title: "Skills", Body: "### debugging\nReproduce, bisect, fix, add a test."}})
 	hr := httptest.NewRequest("POST", "/a/main/v1/chat/completions", nil)
 	hr.Header.Set("X-Session-Id", "bench")
 	b.SetBytes(int64(len(capt.Body)))
@@ -38,7 +38,7 @@ func BenchmarkRequestPath(b *testing.B) {
 		}
 		_ = r.recentUserTexts(3)
 		if !r.alreadyInjected() {
-			r.inject(block)
+			r.inject(&block)
 		}
 		if _, err := r.encode(); err != nil {
 			b.Fatal(err)

@@ -29,12 +29,16 @@ type turn struct {
 	clientAPI apiformat.API
 	req       *request
 	id        identity
-	inj       core.Injection
+	inj       core.Lazy
 	rec       *store.Turn
 	body      []byte // the request as the client sent it (rec.RequestJSON's bytes)
 	observed  bool
 	ctx       context.Context // the request's
 	sentKey   string          // the key sent upstream: never echoed back (scrub.go)
+	secrets   []string        // secretKeys, once sentKey is known (scrubKey runs on every stream event)
+	// secretBytes are the secrets as bytes, for scrubKey: a key longer
+	// than 32 bytes converted on every event was an allocation each time.
+	secretBytes [][]byte
 	// passThrough: MetaClaw is switched off; nothing is injected or recorded.
 	passThrough bool
 	// scrubbed is the request body's redaction, done while the upstream
@@ -92,9 +96,9 @@ func (s *Server) chat(api apiformat.API) http.HandlerFunc {
 		} else if t.id.turnType == core.TurnMain && !t.req.alreadyInjected() {
 			q := core.Query{Agent: t.id.agent, SessionID: t.id.session, Scope: t.id.scope, UserTexts: t.req.recentUserTexts(3)}
 			step.to("metaclaw.context")
-			t.inj = s.o.Core.Context(r.Context(), q)
+			t.inj = s.o.Core.ContextLazy(r.Context(), q)
 			step.to("metaclaw.request.prepare")
-			t.req.inject(t.inj.Block)
+			t.req.inject(&t.inj) // a pointer: no copy of the value boxed on the heap
 		} else if t.id.turnType == core.TurnMain {
 			s.hookInjection(r, t)
 		}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func FuzzRequestPipeline(f *testing.F) {
 		f.Add(s, false)
 	}
 	counter := tokens.NewCache(64)
-	block := core.Render([]core.Section{{Title: "T", Body: "B"}}).Block
+	block := core.RenderLazy([]core.Section{{Title: "T", Body: "B \"q\"\n\xff\u2028"}})
 	f.Fuzz(func(t *testing.T, body string, anthropic bool) {
 		api := apiformat.OpenAI
 		if anthropic {
@@ -53,6 +54,15 @@ func FuzzRequestPipeline(f *testing.F) {
 			return
 		}
 		if injected {
+			// The lazy block goes out byte for byte as its string would.
+			r2, _ := parseRequest(api, []byte(body))
+			_, _ = resolveIdentity(hr, r2, "")
+			r2.inject(plainText(block.String()))
+			r2.truncate(200, counter)
+			if out2, _ := r2.encode(); !bytes.Equal(out, out2) {
+				t.Fatalf("lazy block:\n%s\nstring block:\n%s", out, out2)
+			}
+
 			if _, err := parseRequest(api, out); err != nil {
 				t.Fatalf("injected body no longer parses: %v\n%s", err, out)
 			}

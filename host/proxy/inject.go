@@ -74,13 +74,13 @@ func (r *request) injectedBlock() string {
 // inject appends the block to the system prompt: OpenAI's first
 // system/developer message (or a new one at the top), Anthropic's `system`
 // string or block list (a new trailing block, so cached blocks stay intact).
-func (r *request) inject(block string) {
-	if block == "" {
+func (r *request) inject(block text) {
+	if block == nil || block.Len() == 0 {
 		return
 	}
 	if r.api == apiformat.Anthropic {
 		sys, _ := lookup(r.fields, "system")
-		r.setRaw("system", appendToContent(sys, block))
+		r.setRaw("system", appendToContent(sys, block.String()))
 		return
 	}
 	r.changed = true
@@ -90,14 +90,14 @@ func (r *request) inject(block string) {
 		}
 		fields := objectFields(m.raw)
 		content, _ := lookup(fields, "content")
-		if c := bytes.TrimSpace(content); m.appended == "" && len(c) > 2 && c[0] == '"' && countKey(fields, "content") == 1 {
+		if c := bytes.TrimSpace(content); m.appended == nil && len(c) > 2 && c[0] == '"' && countKey(fields, "content") == 1 {
 			// A non-empty string: the block goes inside its closing quote
 			// when the body is encoded (msg.appendTo).
 			r.messages[i].appended = block
 			r.messages[i].quote = offsetIn(m.raw, c) + len(c) - 1
 			return
 		}
-		updated := appendToContent(content, block)
+		updated := appendToContent(content, block.String())
 		replaced := false
 		for j := range fields {
 			if fields[j].key == "content" {
@@ -108,10 +108,10 @@ func (r *request) inject(block string) {
 		if !replaced {
 			fields = append(fields, field{key: "content", val: updated})
 		}
-		r.messages[i].raw = appendObject(make([]byte, 0, len(m.raw)+len(block)+64), fields)
+		r.messages[i].raw = appendObject(make([]byte, 0, len(m.raw)+block.Len()+64), fields)
 		return
 	}
-	sys := msg{raw: mustJSON(map[string]string{"role": "system", "content": block}), role: "system"}
+	sys := msg{raw: mustJSON(map[string]string{"role": "system", "content": block.String()}), role: "system"}
 	r.messages = append([]msg{sys}, r.messages...)
 }
 

@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
+	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 )
 
@@ -34,8 +36,8 @@ func TestInjectInPlaceMatchesAppend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.inject(block)
-		if got := r.messages[0].appended != ""; got != tt.inPlace {
+		r.inject(plainText(block))
+		if got := r.messages[0].appended != nil; got != tt.inPlace {
 			t.Errorf("%s: in place %v, want %v", tt.raw, got, tt.inPlace)
 		}
 		fields := objectFields([]byte(tt.raw))
@@ -78,6 +80,43 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 		t.Fatalf("%s: %v", b, err)
 	}
 	return reflect.DeepEqual(va, vb)
+}
+
+// TestInjectLazyBlockIsByteIdentical: the block the core renders lazily
+// (written escaped into the body at encoding) gives the forwarded body its
+// string gave, byte for byte, in every place a block goes.
+func TestInjectLazyBlockIsByteIdentical(t *testing.T) {
+	lazy := core.RenderLazy([]core.Section{
+		{Title: "Skills", Body: "### debugging\nReproduce \"it\", then\tbisect <b>&</b>.", Tokens: 9},
+		{Title: "Memories", Body: "- \xff bad byte, \u2028 separator, é, 😀\n- second", Tokens: 12},
+	})
+	for _, tt := range []struct {
+		api  apiformat.API
+		body string
+	}{
+		{apiformat.OpenAI, `{"model":"m","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"hi"}]}`},
+		{apiformat.OpenAI, `{"messages":[ { "role" : "developer" , "content" : "dev \u00e9" } , {"role":"user","content":"hi"}],"stream":true}`},
+		{apiformat.OpenAI, `{"messages":[{"role":"system","content":[{"type":"text","text":"x"}]},{"role":"user","content":"hi"}]}`},
+		{apiformat.OpenAI, `{"messages":[{"role":"user","content":"no system"}]}`},
+		{apiformat.Anthropic, `{"model":"m","system":"Be brief.","messages":[{"role":"user","content":"hi"}]}`},
+		{apiformat.Anthropic, `{"system":[{"type":"text","text":"cached"}],"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		a, err := parseRequest(tt.api, []byte(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := parseRequest(tt.api, []byte(tt.body))
+		a.inject(lazy)
+		b.inject(plainText(lazy.String()))
+		outA, errA := a.encode()
+		outB, errB := b.encode()
+		if errA != nil || errB != nil || !bytes.Equal(outA, outB) {
+			t.Errorf("%s:\nlazy   %s (%v)\nstring %s (%v)", tt.body, outA, errA, outB, errB)
+		}
+		if !json.Valid(outA) || !strings.Contains(string(outA), "Reproduce \\\"it\\\"") {
+			t.Errorf("%s: forwarded body %s", tt.body, outA)
+		}
+	}
 }
 
 // The injected ids are stored as json.Marshal writes them.

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -124,6 +127,41 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
+// TestScanValidTakesAgentBodies: the fast scanner agrees with json.Valid
+// on the grammar's corners, and takes real agent bodies itself (else every
+// request would pay for the slower checks too).
+func TestScanValidTakesAgentBodies(t *testing.T) {
+	for _, s := range []string{
+		`{"a":1}`, `{"a":1,"a":2}`, "{\"a\":\"\xff\xfe\"}", `"\ud800"`, `[]`, `{}`, ` [ 1 , -0.5e+3 , 2E-2 , true , false , null ] `,
+		`{"a":"\/\b\f\n\r\t\\\"\u00e9"}`, "\"\x7f é 😀\"", `0`, `-0`, `1.5`,
+		`[1,2,]`, `{"a" 1}`, `01`, `1.`, `1e`, `-`, `+1`, `.5`, `"\u12"`, `"\x"`, "\"a\x00\"", "\ufeff{}", `{}x`, `{} {}`, ``, ` `,
+		`{"a":1,}`, `{,}`, `[,1]`, `tru`, `nul`, `[` + strings.Repeat("[", 300) + strings.Repeat("]", 301),
+	} {
+		want := json.Valid([]byte(s))
+		got := scanValid([]byte(s))
+		if got && !want {
+			t.Errorf("scanValid accepts %q, json.Valid refuses it", s)
+		}
+		if !got && want && !strings.HasPrefix(s, "[[[") {
+			t.Errorf("scanValid refuses %q, json.Valid accepts it", s)
+		}
+		if validJSON([]byte(s)) != want {
+			t.Errorf("validJSON(%q) != json.Valid", s)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "openclaw-2026.9.6", "requests", "01-openai-completions.turn1.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capt struct{ Body json.RawMessage }
+	if err := json.Unmarshal(raw, &capt); err != nil {
+		t.Fatal(err)
+	}
+	if !scanValid(capt.Body) || !scanValid(raw) {
+		t.Error("scanValid refuses a captured OpenClaw request")
+	}
+}
+
 // FuzzValidJSON: validJSON says what json.Valid says, and the fast
 // scanner never accepts what json.Valid refuses (the fallback only rescues
 // what the fast one refused).
@@ -143,5 +181,23 @@ func FuzzValidJSON(f *testing.F) {
 		if fast := jsontext.Value(b).IsValid(validOpts...); fast && !want {
 			t.Fatalf("jsontext accepts %q, which json.Valid refuses", b)
 		}
+		if scanValid(b) && !want {
+			t.Fatalf("scanValid accepts %q, which json.Valid refuses", b)
+		}
 	})
+}
+
+// TestValidAgentID: the hand check accepts what the pattern it replaced
+// accepted, and nothing else.
+func TestValidAgentID(t *testing.T) {
+	pattern := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
+	ids := []string{"", "default", "a", "A9._:@-x", "-a", ".a", "_a", "a b", "a/b", "é", "a\n", "\na", "a$", strings.Repeat("a", 128), strings.Repeat("a", 129), "main@host:1.2-3_4", "a\x00"}
+	for c := 0; c < 256; c++ {
+		ids = append(ids, string([]byte{byte(c)}), "a"+string([]byte{byte(c)}))
+	}
+	for _, id := range ids {
+		if got, want := validAgentID(id), pattern.MatchString(id); got != want {
+			t.Errorf("validAgentID(%q) = %v, the pattern says %v", id, got, want)
+		}
+	}
 }

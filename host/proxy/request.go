@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
@@ -41,34 +40,56 @@ type msg struct {
 	// appended, when set, is text added at the end of the message's string
 	// content, whose closing quote is raw[quote]: encode writes it in
 	// place, so a system prompt of several KB is copied once, into the
-	// forwarded body, not first into a new message.
-	appended string
+	// forwarded body, not first into a new message (and the block, which
+	// the core renders lazily, is written there escaped, never as a
+	// string of its own).
+	appended text
 	quote    int
 }
 
+// text is what injection adds: a core.Lazy block, or a plain string.
+type text interface {
+	Len() int
+	String() string
+	// AppendJSON appends the text escaped as the inside of a JSON string.
+	AppendJSON(dst []byte) []byte
+}
+
+// plainText is a string to inject.
+type plainText string
+
+func (t plainText) Len() int                     { return len(t) }
+func (t plainText) String() string               { return string(t) }
+func (t plainText) AppendJSON(dst []byte) []byte { return jsonstr.AppendBody(dst, string(t)) }
+
 // bytes is the message as it is forwarded.
 func (m msg) bytes() []byte {
-	if m.appended == "" {
+	if m.appended == nil {
 		return m.raw
 	}
 	return m.appendTo(make([]byte, 0, m.size()))
 }
 
-// appendTo appends the message as it is forwarded to dst.
+// appendTo appends the message as it is forwarded to dst: with appended
+// text, the content's literal up to its closing quote, "\n\n", the text
+// escaped, and the rest (what appendSpliced writes).
 func (m msg) appendTo(dst []byte) []byte {
-	if m.appended == "" {
+	if m.appended == nil {
 		return append(dst, m.raw...)
 	}
-	dst = appendSpliced(dst, m.raw[:m.quote+1], m.appended)
-	return append(dst, m.raw[m.quote+1:]...)
+	dst = append(dst, m.raw[:m.quote]...)
+	dst = append(dst, `\n\n`...)
+	dst = m.appended.AppendJSON(dst)
+	return append(dst, m.raw[m.quote:]...)
 }
 
 // size bounds the length appendTo writes (escapes included, mostly).
 func (m msg) size() int {
-	if m.appended == "" {
+	if m.appended == nil {
 		return len(m.raw)
 	}
-	return len(m.raw) + 4 + len(m.appended) + len(m.appended)/8
+	n := m.appended.Len()
+	return len(m.raw) + 4 + n + n/8
 }
 
 // content returns the message's raw content value.
@@ -238,7 +259,22 @@ type identity struct {
 	scope       core.Scope
 }
 
-var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
+// validAgentID reports whether id matches ^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$
+// (checked on every request: without the regexp's machine, which its
+// pool drops at each GC).
+func validAgentID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+		if !alnum && (i == 0 || (c != '.' && c != '_' && c != ':' && c != '@' && c != '-')) {
+			return false
+		}
+	}
+	return true
+}
 
 func truthy(s string) bool {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -277,7 +313,7 @@ func resolveIdentity(hr *http.Request, r *request, pathAgent string) (identity, 
 	if id.agent == "" {
 		id.agent = "default"
 	}
-	if !agentIDPattern.MatchString(id.agent) {
+	if !validAgentID(id.agent) {
 		return id, fmt.Errorf("agent id %q is invalid: use letters, digits and . _ : @ - (at most 128)", id.agent)
 	}
 	switch id.turnType {

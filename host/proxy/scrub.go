@@ -86,9 +86,20 @@ func (s *Server) scrubTurn(t *turn) {
 // scrubKey replaces the key sent upstream (llm.api_key, or the client's
 // own key passed through) and the proxy key in b.
 func (s *Server) scrubKey(t *turn, b []byte) []byte {
-	for _, k := range s.secretKeys(t) {
-		if bytes.Contains(b, []byte(k)) {
-			b = bytes.ReplaceAll(b, []byte(k), []byte(keyRedacted))
+	keys := s.secretKeys(t)
+	if len(t.secretBytes) != len(keys) {
+		t.secretBytes = t.secretBytes[:0]
+		for _, k := range keys {
+			t.secretBytes = append(t.secretBytes, []byte(k))
+		}
+	}
+	for i, k := range t.secretBytes {
+		if keys[i] != string(k) {
+			k = []byte(keys[i]) // the keys changed (sentKey set since)
+			t.secretBytes[i] = k
+		}
+		if bytes.Contains(b, k) {
+			b = bytes.ReplaceAll(b, k, []byte(keyRedacted))
 		}
 	}
 	return b
@@ -102,13 +113,20 @@ func (s *Server) scrubKeys(t *turn, v string) string {
 }
 
 // secretKeys are the keys that must never be echoed (values shorter than
-// 8 bytes would match ordinary text and are skipped).
+// 8 bytes would match ordinary text and are skipped); kept with the turn
+// once the key sent upstream is known.
 func (s *Server) secretKeys(t *turn) []string {
-	var out []string
+	if t.secrets != nil {
+		return t.secrets
+	}
+	out := []string{}
 	for _, k := range []string{t.sentKey, s.o.UpstreamKey, s.o.APIKey} {
 		if len(k) >= 8 && (len(out) == 0 || out[len(out)-1] != k) {
 			out = append(out, k)
 		}
+	}
+	if t.sentKey != "" {
+		t.secrets = out
 	}
 	return out
 }

@@ -34,7 +34,7 @@ func (s *Server) applyTrace(r *http.Request, id *identity) {
 	if !ok {
 		return
 	}
-	if r.PathValue("agent") == "" && strings.TrimSpace(r.Header.Get("X-Agent-Id")) == "" && agent != "" && agentIDPattern.MatchString(agent) {
+	if r.PathValue("agent") == "" && strings.TrimSpace(r.Header.Get("X-Agent-Id")) == "" && agent != "" && validAgentID(agent) {
 		id.agent = agent
 	}
 	if id.derived && session != "" && len(session) <= 256 {
@@ -57,7 +57,7 @@ func (s *Server) applyBlock(r *http.Request, req *request, id *identity) {
 	if !ok {
 		return
 	}
-	if r.PathValue("agent") == "" && strings.TrimSpace(r.Header.Get("X-Agent-Id")) == "" && agent != "" && agentIDPattern.MatchString(agent) {
+	if r.PathValue("agent") == "" && strings.TrimSpace(r.Header.Get("X-Agent-Id")) == "" && agent != "" && validAgentID(agent) {
 		id.agent = agent
 	}
 	if id.derived && session != "" && len(session) <= 256 {
