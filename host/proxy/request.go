@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
+
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -99,10 +101,10 @@ func (m msg) content() []byte {
 }
 
 func parseRequest(api apiformat.API, body []byte) (*request, error) {
-	if !validJSON(body) {
+	if !jsonscan.Valid(body) {
 		return nil, fmt.Errorf("request body is not a JSON object: invalid JSON")
 	}
-	if i := skipWS(body, 0); i >= len(body) || body[i] != '{' {
+	if i := jsonscan.SkipWS(body, 0); i >= len(body) || body[i] != '{' {
 		return nil, fmt.Errorf("request body is not a JSON object")
 	}
 	r := &request{api: api, raw: body, fields: objectFields(body)}
@@ -110,7 +112,7 @@ func parseRequest(api apiformat.API, body []byte) (*request, error) {
 	if !ok {
 		return nil, fmt.Errorf("`messages` is required")
 	}
-	if i := skipWS(msgs, 0); i >= len(msgs) || msgs[i] != '[' {
+	if i := jsonscan.SkipWS(msgs, 0); i >= len(msgs) || msgs[i] != '[' {
 		return nil, fmt.Errorf("`messages` must be a non-empty array")
 	}
 	for _, item := range arrayItems(msgs) {

@@ -6,15 +6,15 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
 )
 
 // Learning reads the user's new text of every recorded turn, whose request
 // body is mostly what it never reads: an agent's 6 KB system prompt (with
 // MetaClaw's injected block, 14 KB) and the history. Decoding it with
 // encoding/json copied and validated all of it twice per turn; the body is
-// instead validated once (jsontext's scanner) and walked with the scanners
-// below, which slice out only the contents of the trailing user messages.
+// instead validated once (jsonscan.Valid) and walked with jsonscan's
+// skips and the scanners below, which slice out only the contents of the trailing user messages.
 //
 // What encoding/json would have decoded is reproduced exactly: keys match
 // their field's name case-insensitively (bytes.EqualFold, as encoding/json
@@ -23,17 +23,6 @@ import (
 // reproducing it would take more than a scan (a field named twice in one
 // object, which encoding/json decodes into the same slice elements) fall
 // back to the decoder (errFallback).
-
-// validJSON reports json.Valid(b): jsontext's scanner, told to accept what
-// encoding/json accepts (invalid UTF-8, duplicate names), is about eight
-// times faster; what it refuses is asked of json.Valid, so a corner where
-// the two grammars differ still answers as encoding/json does (only bad
-// bodies pay twice).
-func validJSON(b []byte) bool {
-	return jsontext.Value(b).IsValid(validOpts...) || json.Valid(b)
-}
-
-var validOpts = []jsontext.Options{jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)}
 
 // scanResult is what the scan of a request body found.
 type scanResult int
@@ -48,7 +37,7 @@ const (
 // the last other message of a valid JSON body, in order, appended to dst.
 // The slices alias b.
 func trailingUserContents(b []byte, dst [][]byte) ([][]byte, scanResult) {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	switch b[i] {
 	case 'n':
 		return dst, scanOK // null: no messages
@@ -59,7 +48,7 @@ func trailingUserContents(b []byte, dst [][]byte) ([][]byte, scanResult) {
 	var msgs []byte
 	seen := false
 	for i = i + 1; ; {
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		switch b[i] {
 		case '}':
 			if !seen {
@@ -71,11 +60,11 @@ func trailingUserContents(b []byte, dst [][]byte) ([][]byte, scanResult) {
 			continue
 		}
 		ks := i
-		i = skipString(b, i)
+		i = jsonscan.SkipString(b, i)
 		key := b[ks:i]
-		i = skipWS(b, i) + 1 // ':'
-		vs := skipWS(b, i)
-		i = skipValue(b, vs)
+		i = jsonscan.SkipWS(b, i) + 1 // ':'
+		vs := jsonscan.SkipWS(b, i)
+		i = jsonscan.SkipValue(b, vs)
 		if keyIs(key, "messages") {
 			if seen {
 				return dst, scanFallback
@@ -95,7 +84,7 @@ func messageContents(b []byte, dst [][]byte) ([][]byte, scanResult) {
 		return dst, scanFail
 	}
 	for i := 1; ; {
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		switch b[i] {
 		case ']':
 			return dst, scanOK
@@ -104,7 +93,7 @@ func messageContents(b []byte, dst [][]byte) ([][]byte, scanResult) {
 			continue
 		}
 		vs := i
-		i = skipValue(b, i)
+		i = jsonscan.SkipValue(b, i)
 		user, content, r := readMessage(b[vs:i])
 		if r != scanOK {
 			return dst, r
@@ -129,7 +118,7 @@ func readMessage(b []byte) (user bool, content []byte, r scanResult) {
 	}
 	roles, contents := 0, 0
 	for i := 1; ; {
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		switch b[i] {
 		case '}':
 			return user, content, scanOK
@@ -138,11 +127,11 @@ func readMessage(b []byte) (user bool, content []byte, r scanResult) {
 			continue
 		}
 		ks := i
-		i = skipString(b, i)
+		i = jsonscan.SkipString(b, i)
 		key := b[ks:i]
-		i = skipWS(b, i) + 1 // ':'
-		vs := skipWS(b, i)
-		i = skipValue(b, vs)
+		i = jsonscan.SkipWS(b, i) + 1 // ':'
+		vs := jsonscan.SkipWS(b, i)
+		i = jsonscan.SkipValue(b, vs)
 		val := b[vs:i]
 		switch {
 		case keyIs(key, "role"):
@@ -200,67 +189,4 @@ func plainString(q []byte) (string, bool) {
 		return "", false
 	}
 	return string(raw), true
-}
-
-func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && isWS(b[i]) {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string starting at b[i] == '"'
-// (b is valid JSON).
-func skipString(b []byte, i int) int {
-	i++
-	for {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return len(b)
-		}
-		i += j
-		// An odd run of backslashes before the quote escapes it.
-		k := i - 1
-		for b[k] == '\\' {
-			k--
-		}
-		if (i-1-k)%2 == 0 {
-			return i + 1
-		}
-		i++
-	}
-}
-
-// skipValue returns the index just past the value starting at b[i] (b is
-// valid JSON).
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(b)
-	default:
-		for i < len(b) && !isWS(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
-			i++
-		}
-		return i
-	}
 }

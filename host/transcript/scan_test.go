@@ -10,37 +10,13 @@ import (
 	"testing"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
-	"github.com/metaclaw-go/metaclaw/host/msgcontent"
-	"github.com/metaclaw-go/metaclaw/host/usertext"
 )
 
 // userTextReference is UserText as it was before the scan (scan.go): the
-// whole body decoded by encoding/json. UserText must answer as it does for
-// every input.
-func userTextReference(requestJSON string) string {
-	var body struct {
-		Messages []message `json:"messages"`
-	}
-	if json.Unmarshal([]byte(requestJSON), &body) != nil {
-		return ""
-	}
-	var parts []string
-	for i := len(body.Messages) - 1; i >= 0; i-- {
-		m := body.Messages[i]
-		if m.Role != "user" {
-			break
-		}
-		c, _ := msgcontent.Read(m.Content, msgcontent.Options{Sep: "\n"})
-		t, isTool := c.Text, c.ToolResult
-		if isTool {
-			return ""
-		}
-		if t = usertext.Clean(t); t != "" {
-			parts = append([]string{t}, parts...)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
+// whole body decoded by encoding/json, which is what the scan leaves its
+// corners to (userTextDecoded). UserText must answer as it does for every
+// input.
+var userTextReference = userTextDecoded
 
 // capturedBodies are the request bodies OpenClaw 2026.9.6 sent (as
 // captured, and with a real MetaClaw block where the capture plugin put

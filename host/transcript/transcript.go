@@ -16,6 +16,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/usertext"
+	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
 )
 
 // Exchange is one main turn as learning sees it.
@@ -46,7 +47,7 @@ type message struct {
 // of roles and raw contents, without decoding what it skips (scan.go).
 func UserText(requestJSON string) string {
 	b := unsafe.Slice(unsafe.StringData(requestJSON), len(requestJSON)) // read only
-	if !validJSON(b) {
+	if !jsonscan.Valid(b) {
 		return ""
 	}
 	var buf [4][]byte
