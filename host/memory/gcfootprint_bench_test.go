@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
+
 	"context"
 	"runtime"
 	"runtime/metrics"
@@ -22,19 +24,6 @@ import (
 // index live (wall clock and the collector's CPU: noisier), and
 // index-gc-cpu-µs/op the part of that CPU the index adds (the same
 // collections timed with the index dropped, subtracted).
-
-// heapFigures is the heap after a full collection.
-type heapFigures struct {
-	scan, objects, live uint64
-}
-
-func readHeap() heapFigures {
-	runtime.GC()
-	runtime.GC() // the first may leave finalizers' objects for the second
-	s := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/heap/objects:objects"}, {Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return heapFigures{scan: s[0].Value.Uint64(), objects: s[1].Value.Uint64(), live: s[2].Value.Uint64()}
-}
 
 // gcCPU is the collector's CPU time so far, seconds.
 func gcCPU() float64 {
@@ -58,25 +47,25 @@ func forcedGCs(n int) (time.Duration, float64) {
 
 func BenchmarkIndexGCFootprint10k(b *testing.B) {
 	s := seededAgent(b, 10_000)
-	with := readHeap()
+	with := heapstat.Now()
 	s.StopIndex()
-	without := readHeap()
+	without := heapstat.Now()
 	_, cpuWithout := forcedGCs(b.N)
 	if err := s.StartIndex(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	with = readHeap() // as rebuilt, for the timings below
+	with = heapstat.Now() // as rebuilt, for the timings below
 	b.ResetTimer()
 	wall, cpu := forcedGCs(b.N)
 	b.StopTimer()
 	b.ReportMetric(float64(wall.Microseconds())/float64(b.N), "gc-µs/op")
 	b.ReportMetric(cpu*1e6/float64(b.N), "gc-cpu-µs/op")
 	b.ReportMetric((cpu-cpuWithout)*1e6/float64(b.N), "index-gc-cpu-µs/op")
-	b.ReportMetric(float64(with.scan-without.scan), "index-scan-B")
-	b.ReportMetric(float64(with.objects-without.objects), "index-objects")
-	b.ReportMetric(float64(with.live-without.live), "index-live-B")
-	b.ReportMetric(float64(with.scan), "heap-scan-B")
-	b.ReportMetric(float64(with.objects), "heap-objects")
+	b.ReportMetric(float64(with.Scan-without.Scan), "index-scan-B")
+	b.ReportMetric(float64(with.Objects-without.Objects), "index-objects")
+	b.ReportMetric(float64(with.Live-without.Live), "index-live-B")
+	b.ReportMetric(float64(with.Scan), "heap-scan-B")
+	b.ReportMetric(float64(with.Objects), "heap-objects")
 	if load, ok := loadAverage(); ok {
 		b.ReportMetric(load, "load1")
 	}

@@ -1,6 +1,8 @@
 package skills
 
 import (
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
+
 	"context"
 	"fmt"
 	"io/fs"
@@ -8,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -222,38 +223,20 @@ func BenchmarkLibraryHeap1000(b *testing.B) {
 	dir, skillsDir := writeSyntheticLibrary(b, 1000)
 	st := openStore(b, dir)
 	tokens.Warm()
-	var d heapStats
+	var d heapstat.Figures
 	for i := 0; i < b.N; i++ {
-		h0 := heapNow()
+		h0 := heapstat.Now()
 		lib, err := Open(context.Background(), Options{Dir: skillsDir, Store: st, Log: zerolog.Nop()})
 		if err != nil {
 			b.Fatal(err)
 		}
-		d = heapNow().minus(h0)
+		d = heapstat.Now().Minus(h0)
 		runtime.KeepAlive(lib)
 		lib.Close()
 	}
-	b.ReportMetric(float64(d.live)/(1<<20), "live-MB")
-	b.ReportMetric(float64(d.scan)/(1<<20), "scan-MB")
-	b.ReportMetric(float64(d.objects), "objects")
-}
-
-// heapStats is the live heap after a full GC: its bytes, the part that may
-// hold pointers, and its object count.
-type heapStats struct{ live, scan, objects int64 }
-
-func (h heapStats) minus(o heapStats) heapStats {
-	return heapStats{h.live - o.live, h.scan - o.scan, h.objects - o.objects}
-}
-
-// heapNow is the live heap after a full GC.
-func heapNow() heapStats {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	sample := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/heap/objects:objects"}}
-	metrics.Read(sample)
-	return heapStats{int64(ms.HeapAlloc), int64(sample[0].Value.Uint64()), int64(sample[1].Value.Uint64())}
+	b.ReportMetric(float64(d.Live)/(1<<20), "live-MB")
+	b.ReportMetric(float64(d.Scan)/(1<<20), "scan-MB")
+	b.ReportMetric(float64(d.Objects), "objects")
 }
 
 // agentQuestions are n user turns shaped like proxybench's loaded

@@ -1,6 +1,8 @@
 package skills
 
 import (
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
+
 	"context"
 	"reflect"
 	"runtime"
@@ -40,20 +42,20 @@ func TestLibraryHeapIsLean(t *testing.T) {
 	dir, skillsDir := writeSyntheticLibrary(t, n)
 	st := openStore(t, dir)
 	tokens.Warm()
-	h0 := heapNow()
+	h0 := heapstat.Now()
 	lib, err := Open(context.Background(), Options{Dir: skillsDir, Store: st, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := heapNow().minus(h0)
+	d := heapstat.Now().Minus(h0)
 	snap := lib.snap.Load()
 	if snap.kw == nil || snap.df.len() == 0 {
 		t.Fatal("no in-memory index")
 	}
 	runtime.KeepAlive(lib)
 	lib.Close()
-	t.Logf("%d skills: live %d KB, scan %d KB, %d objects", n, d.live>>10, d.scan>>10, d.objects)
-	if d.objects > 12*n || d.scan > 1024*n {
-		t.Fatalf("%d skills hold %d heap objects and %d scannable bytes", n, d.objects, d.scan)
+	t.Logf("%d skills: live %d KB, scan %d KB, %d objects", n, d.Live>>10, d.Scan>>10, d.Objects)
+	if d.Objects > 12*n || d.Scan > 1024*n {
+		t.Fatalf("%d skills hold %d heap objects and %d scannable bytes", n, d.Objects, d.Scan)
 	}
 }

@@ -1,14 +1,14 @@
 package tokens
 
 import (
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
+
 	"encoding/base64"
 	"io/fs"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
@@ -148,14 +148,14 @@ func FuzzCountMatchesCodec(f *testing.F) {
 // process so that nothing else has loaded the vocabulary yet.
 func TestWarmHeap(t *testing.T) {
 	if os.Getenv("TOKENS_WARM_HEAP_CHILD") == "1" {
-		h0 := heapNow()
+		h0 := heapstat.Now()
 		start := time.Now()
 		Warm()
 		took := time.Since(start)
-		d := heapNow().minus(h0)
-		t.Logf("warm: %v; live %+.2f MB, scan %+.2f MB, objects %+d", took, float64(d.live)/(1<<20), float64(d.scan)/(1<<20), d.objects)
-		if d.scan > 256<<10 || d.objects > 200 {
-			t.Fatalf("the loaded tokenizer adds %d scannable bytes and %d objects", d.scan, d.objects)
+		d := heapstat.Now().Minus(h0)
+		t.Logf("warm: %v; live %+.2f MB, scan %+.2f MB, objects %+d", took, float64(d.Live)/(1<<20), float64(d.Scan)/(1<<20), d.Objects)
+		if d.Scan > 256<<10 || d.Objects > 200 {
+			t.Fatalf("the loaded tokenizer adds %d scannable bytes and %d objects", d.Scan, d.Objects)
 		}
 		return
 	}
@@ -169,23 +169,6 @@ func TestWarmHeap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// heapStats is the live heap after a full GC: its bytes, the part that may
-// hold pointers (what marking reads) and its object count.
-type heapStats struct{ live, scan, objects int64 }
-
-func (h heapStats) minus(o heapStats) heapStats {
-	return heapStats{h.live - o.live, h.scan - o.scan, h.objects - o.objects}
-}
-
-func heapNow() heapStats {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	s := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/heap/objects:objects"}}
-	metrics.Read(s)
-	return heapStats{int64(ms.HeapAlloc), int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())}
 }
 
 // benchText is the skill bank as one text (~prose and code).

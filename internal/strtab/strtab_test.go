@@ -1,10 +1,11 @@
 package strtab
 
 import (
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
+
 	"fmt"
 	"math/rand"
 	"runtime"
-	"runtime/metrics"
 	"testing"
 )
 
@@ -92,21 +93,15 @@ func TestTableMatchesMap(t *testing.T) {
 // same keys: ~2.4 MB to scan and 100k key objects). The bounds leave room
 // for the test runtime's own allocations.
 func TestTableIsPointerFree(t *testing.T) {
-	scan := func() (uint64, uint64) {
-		runtime.GC()
-		s := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/heap/objects:objects"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64(), s[1].Value.Uint64()
-	}
 	b := NewBuilder(100000, 0)
 	for i := range 100000 {
 		b.Add(fmt.Sprintf("term-%d", i))
 	}
-	s0, o0 := scan()
+	h0 := heapstat.Now()
 	tab := b.Build()
-	s1, o1 := scan()
+	d := heapstat.Now().Minus(h0)
 	runtime.KeepAlive(tab)
-	if ds, do := int64(s1)-int64(s0), int64(o1)-int64(o0); ds > 64<<10 || do > 1000 {
+	if ds, do := d.Scan, d.Objects; ds > 64<<10 || do > 1000 {
 		t.Fatalf("a 100k-key table adds %d scannable bytes and %d objects", ds, do)
 	}
 }
