@@ -1,13 +1,13 @@
 package memory
 
 import (
-	"github.com/metaclaw-go/metaclaw/internal/heapstat"
-
 	"context"
 	"runtime"
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
 )
 
 // What the in-memory index costs the garbage collector: every cycle marks

@@ -1,12 +1,11 @@
 package proxy
 
 import (
-	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
-
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 
+	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
 	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
@@ -38,16 +37,9 @@ func objectFields(b []byte) []field {
 			i++
 			continue
 		}
-		ks := i
-		i = jsonscan.SkipString(b, i)
-		key := decodeKey(b[ks:i])
-		i = jsonscan.SkipWS(b, i)
-		if i < len(b) && b[i] == ':' {
-			i++
-		}
-		vs := jsonscan.SkipWS(b, i)
-		i = jsonscan.SkipValue(b, vs)
-		out = append(out, field{key: key, val: b[vs:i]})
+		var key, val []byte
+		key, val, i = jsonscan.Member(b, i)
+		out = append(out, field{key: decodeKey(key), val: val})
 	}
 }
 

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
-
 	"bytes"
 	"encoding/json"
 	"io"
@@ -13,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
 )
 
 func TestObjectFieldsAndArrayItems(t *testing.T) {

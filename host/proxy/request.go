@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
-
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +14,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
 	"github.com/metaclaw-go/metaclaw/host/usertext"
+	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
 	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 

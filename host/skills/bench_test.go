@@ -1,8 +1,6 @@
 package skills
 
 import (
-	"github.com/metaclaw-go/metaclaw/internal/heapstat"
-
 	"context"
 	"fmt"
 	"io/fs"
@@ -20,6 +18,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/skills/bank"
 	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
 )
 
 // syntheticLibrary writes n skills derived from the bank (each a bank skill

@@ -1,8 +1,6 @@
 package skills
 
 import (
-	"github.com/metaclaw-go/metaclaw/internal/heapstat"
-
 	"context"
 	"reflect"
 	"runtime"
@@ -11,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/tokens"
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
 )
 
 // TestPackStringsKeepsValues: packing changes where the strings live, not

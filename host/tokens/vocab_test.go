@@ -1,8 +1,6 @@
 package tokens
 
 import (
-	"github.com/metaclaw-go/metaclaw/internal/heapstat"
-
 	"encoding/base64"
 	"io/fs"
 	"math/rand"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tiktoken-go/tokenizer/codec"
+
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
 )
 
 var (

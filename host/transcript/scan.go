@@ -59,17 +59,13 @@ func trailingUserContents(b []byte, dst [][]byte) ([][]byte, scanResult) {
 			i++
 			continue
 		}
-		ks := i
-		i = jsonscan.SkipString(b, i)
-		key := b[ks:i]
-		i = jsonscan.SkipWS(b, i) + 1 // ':'
-		vs := jsonscan.SkipWS(b, i)
-		i = jsonscan.SkipValue(b, vs)
+		var key, val []byte
+		key, val, i = jsonscan.Member(b, i)
 		if keyIs(key, "messages") {
 			if seen {
 				return dst, scanFallback
 			}
-			seen, msgs = true, b[vs:i]
+			seen, msgs = true, val
 		}
 	}
 }
@@ -126,13 +122,8 @@ func readMessage(b []byte) (user bool, content []byte, r scanResult) {
 			i++
 			continue
 		}
-		ks := i
-		i = jsonscan.SkipString(b, i)
-		key := b[ks:i]
-		i = jsonscan.SkipWS(b, i) + 1 // ':'
-		vs := jsonscan.SkipWS(b, i)
-		i = jsonscan.SkipValue(b, vs)
-		val := b[vs:i]
+		var key, val []byte
+		key, val, i = jsonscan.Member(b, i)
 		switch {
 		case keyIs(key, "role"):
 			if roles++; roles > 1 {

@@ -267,3 +267,18 @@ func SkipValue(b []byte, i int) int {
 		return i
 	}
 }
+
+// Member reads the object member whose key starts at b[i] == '"' (b is
+// valid JSON): its raw key (quotes and escapes as written), its raw value,
+// and the index just past the value.
+func Member(b []byte, i int) (key, val []byte, next int) {
+	ks := i
+	i = SkipString(b, i)
+	key = b[ks:i]
+	if i = SkipWS(b, i); i < len(b) && b[i] == ':' {
+		i++
+	}
+	vs := SkipWS(b, i)
+	i = SkipValue(b, vs)
+	return key, b[vs:i], i
+}

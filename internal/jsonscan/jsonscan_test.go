@@ -57,6 +57,10 @@ func TestSkipValue(t *testing.T) {
 			t.Errorf("SkipValue(%q, %d) skipped %q, want %q", tt.in, tt.at, got, tt.want)
 		}
 	}
+	in := []byte(`{"k\"" :  [1, 2] , "x":1}`)
+	if key, val, next := Member(in, 1); string(key) != `"k\""` || string(val) != `[1, 2]` || in[SkipWS(in, next)] != ',' {
+		t.Errorf("Member read key %s, value %s, next %d", key, val, next)
+	}
 	if i := SkipWS([]byte(" \t\r\nx"), 0); i != 4 {
 		t.Errorf("SkipWS stopped at %d, want 4", i)
 	}

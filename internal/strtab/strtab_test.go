@@ -1,12 +1,12 @@
 package strtab
 
 import (
-	"github.com/metaclaw-go/metaclaw/internal/heapstat"
-
 	"fmt"
 	"math/rand"
 	"runtime"
 	"testing"
+
+	"github.com/metaclaw-go/metaclaw/internal/heapstat"
 )
 
 func build(keys ...string) *Table {
