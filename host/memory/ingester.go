@@ -11,12 +11,14 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/rs/zerolog"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/host/transcript"
+	"github.com/metaclaw-go/metaclaw/internal/jsonscan"
 	"github.com/metaclaw-go/metaclaw/internal/sqlconn"
 	"github.com/metaclaw-go/metaclaw/internal/textclip"
 )
@@ -342,64 +344,39 @@ func toTurn(host string, t store.Turn) Turn {
 
 // injectedIDs decodes a recorded turn's injected ids (a JSON array of
 // strings, ignoring errors) as json.Unmarshal into a []string does. The
-// proxy writes them as a plain array of ids without escapes, read here
-// without a decoder: the ids are substrings of s. Anything else is decoded.
+// proxy writes them as a plain array of ASCII ids without escapes, read
+// here without a decoder: the ids are substrings of s. Anything else is
+// decoded.
 func injectedIDs(s string) []string {
-	i := skipSpace(s, 0)
-	if i == len(s) || s[i] != '[' {
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	i := jsonscan.SkipWS(b, 0)
+	if !jsonscan.FastValid(b) || b[i] != '[' {
 		return injectedDecoded(s)
 	}
-	ids := []string{}
-	i = skipSpace(s, i+1)
-	if i < len(s) && s[i] == ']' {
-		if skipSpace(s, i+1) != len(s) {
+	ids := make([]string, 0, 1+strings.Count(s, ","))
+	for i = jsonscan.SkipWS(b, i+1); b[i] != ']'; {
+		if b[i] != '"' {
 			return injectedDecoded(s)
 		}
-		return ids
-	}
-	n := 1 + strings.Count(s, ",")
-	ids = make([]string, 0, n)
-	for {
-		if i == len(s) || s[i] != '"' {
-			return injectedDecoded(s)
-		}
-		j := i + 1
-		for j < len(s) && s[j] != '"' && s[j] != '\\' && s[j] >= 0x20 && s[j] < utf8.RuneSelf {
-			j++
-		}
-		if j == len(s) || s[j] != '"' {
-			return injectedDecoded(s) // escapes, control or non-ASCII bytes: the decoder's
-		}
-		ids = append(ids, s[i+1:j])
-		i = skipSpace(s, j+1)
-		if i == len(s) {
-			return injectedDecoded(s)
-		}
-		switch s[i] {
-		case ',':
-			i = skipSpace(s, i+1)
-		case ']':
-			if skipSpace(s, i+1) != len(s) {
-				return injectedDecoded(s)
+		end := jsonscan.SkipString(b, i)
+		id := s[i+1 : end-1]
+		for k := 0; k < len(id); k++ {
+			if id[k] == '\\' || id[k] >= utf8.RuneSelf {
+				return injectedDecoded(s) // escapes or non-ASCII bytes: the decoder's
 			}
-			return ids
-		default:
-			return injectedDecoded(s)
+		}
+		ids = append(ids, id)
+		if i = jsonscan.SkipWS(b, end); b[i] == ',' {
+			i = jsonscan.SkipWS(b, i+1)
 		}
 	}
+	return ids
 }
 
 func injectedDecoded(s string) []string {
 	var ids []string
 	_ = json.Unmarshal([]byte(s), &ids)
 	return ids
-}
-
-func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // IngestSession ingests a session's pending turns, batch by batch; final

@@ -1,19 +1,14 @@
 package memory
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 )
 
 // injectedIDsReference is how toTurn read a turn's injected ids before
 // injectedIDs: json.Unmarshal into a []string, errors ignored (a type error
-// leaves the elements it could decode).
-func injectedIDsReference(s string) []string {
-	var ids []string
-	_ = json.Unmarshal([]byte(s), &ids)
-	return ids
-}
+// leaves the elements it could decode), which is also injectedIDs' fallback.
+var injectedIDsReference = injectedDecoded
 
 var injectedIDsCases = []string{
 	``, `[]`, ` [ ] `, `null`, `["memory:a"]`, `["memory:a","skill:b", "memory:c"]`, "[\n \"memory:a\" ,\t\"b\"\n]",
