@@ -35,10 +35,11 @@ type turn struct {
 	observed  bool
 	ctx       context.Context // the request's
 	sentKey   string          // the key sent upstream: never echoed back (scrub.go)
-	secrets   []string        // secretKeys, once sentKey is known (scrubKey runs on every stream event)
-	// secretBytes are the secrets as bytes, for scrubKey: a key longer
-	// than 32 bytes converted on every event was an allocation each time.
+	// secrets and secretBytes are secretKeys' answer for secretsFor, the
+	// sentKey they were made for (scrub.go).
+	secrets     []string
 	secretBytes [][]byte
+	secretsFor  string
 	// passThrough: MetaClaw is switched off; nothing is injected or recorded.
 	passThrough bool
 	// scrubbed is the request body's redaction, done while the upstream

@@ -10,6 +10,7 @@ import (
 	"github.com/metaclaw-go/metaclaw/host/apiformat"
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/msgcontent"
+	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
 // TestInjectInPlaceMatchesAppend: the block written into the system
@@ -134,3 +135,11 @@ func TestIDsJSONMatchesMarshal(t *testing.T) {
 		}
 	}
 }
+
+// plainText is a string to inject, the block as it was before the core
+// rendered it lazily: the two must encode byte for byte alike.
+type plainText string
+
+func (t plainText) Len() int                     { return len(t) }
+func (t plainText) String() string               { return string(t) }
+func (t plainText) AppendJSON(dst []byte) []byte { return jsonstr.AppendBody(dst, string(t)) }

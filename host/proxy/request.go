@@ -48,20 +48,14 @@ type msg struct {
 	quote    int
 }
 
-// text is what injection adds: a core.Lazy block, or a plain string.
+// text is what injection adds: the core's lazily rendered block (tests
+// also inject plain strings, to compare the two encodings).
 type text interface {
 	Len() int
 	String() string
 	// AppendJSON appends the text escaped as the inside of a JSON string.
 	AppendJSON(dst []byte) []byte
 }
-
-// plainText is a string to inject.
-type plainText string
-
-func (t plainText) Len() int                     { return len(t) }
-func (t plainText) String() string               { return string(t) }
-func (t plainText) AppendJSON(dst []byte) []byte { return jsonstr.AppendBody(dst, string(t)) }
 
 // bytes is the message as it is forwarded.
 func (m msg) bytes() []byte {

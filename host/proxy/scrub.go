@@ -86,18 +86,8 @@ func (s *Server) scrubTurn(t *turn) {
 // scrubKey replaces the key sent upstream (llm.api_key, or the client's
 // own key passed through) and the proxy key in b.
 func (s *Server) scrubKey(t *turn, b []byte) []byte {
-	keys := s.secretKeys(t)
-	if len(t.secretBytes) != len(keys) {
-		t.secretBytes = t.secretBytes[:0]
-		for _, k := range keys {
-			t.secretBytes = append(t.secretBytes, []byte(k))
-		}
-	}
-	for i, k := range t.secretBytes {
-		if keys[i] != string(k) {
-			k = []byte(keys[i]) // the keys changed (sentKey set since)
-			t.secretBytes[i] = k
-		}
+	_, keys := s.secretKeys(t)
+	for _, k := range keys {
 		if bytes.Contains(b, k) {
 			b = bytes.ReplaceAll(b, k, []byte(keyRedacted))
 		}
@@ -106,29 +96,30 @@ func (s *Server) scrubKey(t *turn, b []byte) []byte {
 }
 
 func (s *Server) scrubKeys(t *turn, v string) string {
-	for _, k := range s.secretKeys(t) {
+	keys, _ := s.secretKeys(t)
+	for _, k := range keys {
 		v = strings.ReplaceAll(v, k, keyRedacted)
 	}
 	return v
 }
 
 // secretKeys are the keys that must never be echoed (values shorter than
-// 8 bytes would match ordinary text and are skipped); kept with the turn
-// once the key sent upstream is known.
-func (s *Server) secretKeys(t *turn) []string {
-	if t.secrets != nil {
-		return t.secrets
+// 8 bytes would match ordinary text and are skipped), as strings and as
+// bytes. They are kept with the turn for the key sent upstream they were
+// made for: scrubKey runs on every stream event, and converting a key of
+// more than 32 bytes there was an allocation each time.
+func (s *Server) secretKeys(t *turn) ([]string, [][]byte) {
+	if t.secrets != nil && t.secretsFor == t.sentKey {
+		return t.secrets, t.secretBytes
 	}
-	out := []string{}
+	keys, asBytes := make([]string, 0, 3), make([][]byte, 0, 3)
 	for _, k := range []string{t.sentKey, s.o.UpstreamKey, s.o.APIKey} {
-		if len(k) >= 8 && (len(out) == 0 || out[len(out)-1] != k) {
-			out = append(out, k)
+		if len(k) >= 8 && (len(keys) == 0 || keys[len(keys)-1] != k) {
+			keys, asBytes = append(keys, k), append(asBytes, []byte(k))
 		}
 	}
-	if t.sentKey != "" {
-		t.secrets = out
-	}
-	return out
+	t.secrets, t.secretBytes, t.secretsFor = keys, asBytes, t.sentKey
+	return keys, asBytes
 }
 
 // sentKey is the credential an upstream request carries.
