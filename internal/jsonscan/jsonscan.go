@@ -9,11 +9,11 @@ package jsonscan
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"math/bits"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/metaclaw-go/metaclaw/internal/jsonstr"
 )
 
 // Valid is json.Valid, several times faster on an agent's body. A fast
@@ -151,13 +151,7 @@ func scanNumber(b []byte, i int) (int, bool) {
 func scanString(b []byte, i int) (int, bool) {
 	i++
 	for {
-		for i+8 <= len(b) {
-			if m := stringStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) / 8
-				break
-			}
-			i += 8
-		}
+		i = jsonstr.SkipPlain(b, i) // eight bytes at a time to the next that needs a look
 		if i >= len(b) {
 			return i, false
 		}
@@ -191,16 +185,6 @@ func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
-// stringStops marks (high bit of each byte) the bytes of the little-endian
-// word w a string scan must look at: '"', '\\', below 0x20, and from 0x80
-// (taken as they are, one by one). The lowest mark is exact (a borrow
-// only comes out of a marked byte), and it is the only one used; the
-// formula is internal/jsonstr's.
-func stringStops(w uint64) uint64 {
-	const lsb, msb = 0x0101010101010101, 0x8080808080808080
-	return (w | (w - 0x20*lsb) | ((w ^ '"'*lsb) - lsb) | ((w ^ '\\'*lsb) - lsb)) & msb
-}
-
 // IsWS reports whether c is JSON whitespace.
 func IsWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -212,7 +196,7 @@ func SkipWS(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just past the string starting at b[i] == '"'.
+// SkipString returns the index just past the string starting at b[i] == '"'.
 func SkipString(b []byte, i int) int {
 	i++
 	for {
@@ -233,7 +217,7 @@ func SkipString(b []byte, i int) int {
 	}
 }
 
-// skipValue returns the index just past the value starting at or after i.
+// SkipValue returns the index just past the value starting at or after i.
 func SkipValue(b []byte, i int) int {
 	i = SkipWS(b, i)
 	if i >= len(b) {

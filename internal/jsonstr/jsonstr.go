@@ -27,13 +27,7 @@ func AppendBody(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		// Eight bytes at a time up to the next one that needs a look:
 		// blocks and prompts are mostly plain ASCII.
-		for i+8 <= len(b) {
-			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) / 8
-				break
-			}
-			i += 8
-		}
+		i = SkipPlain(b, i)
 		if i >= len(s) {
 			break
 		}
@@ -87,6 +81,21 @@ const (
 	lsb = 0x0101010101010101
 	msb = 0x8080808080808080
 )
+
+// SkipPlain returns the index of the first byte of b at or after i that
+// JSON does not write as is ('"', '\\', below 0x20) or that starts a UTF-8
+// sequence (from 0x80), reading eight bytes at a time. Within the last
+// seven bytes of b it stops at the first of them: the caller reads those
+// one by one.
+func SkipPlain(b []byte, i int) int {
+	for i+8 <= len(b) {
+		if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	return i
+}
 
 // special marks (high bit of each byte) the bytes of the little-endian
 // word w that JSON does not write as is or that start a UTF-8 sequence:
