@@ -333,6 +333,29 @@ memory:
 		}
 	}
 
+	// caughtUp waits until the loop has claimed what the judge scored (fewer
+	// than a batch ready) or the tap holds a step, and says which. Sessions
+	// sent faster than the loop trains would pile up hundreds of samples
+	// that a restart trains in one burst, past what `rl history` lists.
+	caughtUp := func() (held bool) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			select {
+			case <-svc.tap.held:
+				return true
+			default:
+			}
+			if st := c.rlStatus(); st.Training != nil && st.Training.Ready < st.Training.BatchSize {
+				return false
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the loop did not catch up; status %+v\n%s", c.rlStatus().Training, c.logs())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
 	// Phase 1: train until the killAt-th step's optimizer request arrives
 	// (held by the tap), then SIGKILL the host.
 	i := 0
@@ -341,11 +364,7 @@ memory:
 			t.Fatalf("no step %d after %d sessions; status %+v\n%s", killAt, i, c.rlStatus().Training, c.logs())
 		}
 		session(base, i)
-		select {
-		case <-svc.tap.held:
-			held = true
-		default:
-		}
+		held = caughtUp()
 	}
 	pid := c.rlStatus().PID
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -379,15 +398,15 @@ memory:
 		t.Fatalf("after the restart: %+v", st.Training)
 	}
 	c.waitRL("the interrupted batch trained", func(s rlStatus) bool { return s.Training != nil && s.Training.Step >= killAt })
-	for ; ; i++ {
-		if s := c.rlStatus(); s.Training.Step >= lastStep && s.Training.OpenBatch == nil {
-			break
-		}
+	// Sessions, paced, until step lastStep; then the open batch finishes.
+	for ; c.rlStatus().Training.Step < lastStep; i++ {
 		if i > 800 {
 			t.Fatalf("no step %d; status %+v\n%s", lastStep, c.rlStatus().Training, c.logs())
 		}
 		session(base, i)
+		caughtUp()
 	}
+	c.waitRL("the last open batch trained", func(s rlStatus) bool { return s.Training != nil && s.Training.OpenBatch == nil })
 	after := probe(base, "probe-after")
 	if after == before {
 		t.Errorf("after %d steps the greedy answer is unchanged: %q", lastStep, after)

@@ -58,10 +58,13 @@ func newTraining(cfg *config.Config, st store.Tables, log zerolog.Logger) *hostT
 	})}
 }
 
-// runtimeOptions lets the runtime start serving from the trainer's weights.
+// runtimeOptions lets the runtime start serving from the trainer's weights,
+// and its scorer wake the loop when a sample is scored (else a full batch
+// waits for the loop's next poll).
 func (h *hostTraining) runtimeOptions(o *rlruntime.Options) {
 	if h.loop != nil {
 		o.InitialSampler = h.loop.Init
+		o.Scorer.Scored = h.loop.Wake
 	}
 }
 

@@ -43,7 +43,11 @@ type Options struct {
 	CallTimeout time.Duration
 	// Poll is the longest sleep between passes (default 30 s).
 	Poll time.Duration
-	Log  zerolog.Logger
+	// Scored, if set, is called after a verdict or teacher log-probs are
+	// stored, so the training loop looks for a ready batch now instead of
+	// at its next poll.
+	Scored func()
+	Log    zerolog.Logger
 }
 
 // Scorer runs the scoring loop.
@@ -207,6 +211,14 @@ func (s *Scorer) judgeOne(ctx context.Context, t samples.JudgeTask) {
 	}
 	if _, err := s.o.Samples.SetVerdict(bg, t.ID, s.o.Judge.Name(), v.Score, v.Votes, v.Text); err != nil {
 		s.o.Log.Error().Err(err).Int64("sample", t.ID).Msg("record verdict")
+		return
+	}
+	s.scored()
+}
+
+func (s *Scorer) scored() {
+	if s.o.Scored != nil {
+		s.o.Scored()
 	}
 }
 
@@ -222,7 +234,9 @@ func (s *Scorer) teachOne(ctx context.Context, t samples.TeacherTask) {
 	}
 	if _, err := s.o.Samples.SetTeacher(bg, t.ID, lps); err != nil {
 		s.o.Log.Error().Err(err).Int64("sample", t.ID).Msg("record teacher log-probs")
+		return
 	}
+	s.scored()
 }
 
 // retryLater records a failed call so the sample is tried again after the

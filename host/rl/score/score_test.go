@@ -100,3 +100,63 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestScoredWakesTheTrainer: the Scored hook runs once per stored verdict,
+// after the verdict is readable, so the training loop it wakes finds the
+// sample scored.
+func TestScoredWakesTheTrainer(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), store.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	smp := samples.New(st.Writer(), st.Reader())
+	fake := rltest.NewJudge(t)
+	fake.Down.Store(true) // the first call fails: no verdict, no wake
+	for _, session := range []string{"a", "b"} {
+		if _, err := smp.Add(ctx, samples.NewSample{SessionID: session, Prompt: []int32{1}, Completion: []int32{2}, Logprobs: []float32{-1}, NeedJudge: true, Response: "r", Instruction: "i"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type wake struct{ scored int }
+	wakes := make(chan wake, 8)
+	j := prm.New(prm.Options{Endpoint: config.Endpoint{APIBase: fake.URL + "/v1", Model: "j", APIKey: "k"}, Votes: 1, Usage: st})
+	s := score.New(score.Options{Samples: smp, Judge: j, Votes: 1, Poll: time.Hour, Backoff: func(int) time.Duration { return 10 * time.Millisecond },
+		Scored: func() {
+			n, _ := smp.ScoredCount(ctx, 0)
+			wakes <- wake{n}
+		}, Log: zerolog.Nop()})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { s.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+	if err := s.SessionEnded(ctx, []byte(`{"session_id":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		got, _ := smp.ScoredCount(ctx, 0)
+		return got == 0 && fake.Calls() > 0
+	})
+	select {
+	case w := <-wakes:
+		t.Fatalf("woken after a failed judge call (%d scored)", w.scored)
+	default:
+	}
+	fake.Down.Store(false)
+	for n, session := range []string{"a", "b"} {
+		if session == "b" {
+			if err := s.SessionEnded(ctx, []byte(`{"session_id":"b"}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case w := <-wakes:
+			if w.scored != n+1 {
+				t.Fatalf("woken with %d scored, want %d", w.scored, n+1)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no wake for session %s's verdict", session)
+		}
+	}
+}
