@@ -27,11 +27,12 @@ func gcPercentFor(gogcEnv, memLimitEnv string, configured int) int {
 // came from.
 func SetGC(percent int, log zerolog.Logger) {
 	gogc, limit := os.Getenv("GOGC"), os.Getenv("GOMEMLIMIT")
-	source := "config"
+	source := "environment"
 	if p := gcPercentFor(gogc, limit, percent); p > 0 {
 		debug.SetGCPercent(p)
-	} else {
-		source = "environment"
+		source = "config"
+	} else if gogc == "" && limit == "" {
+		source = "go default" // a percent validation refuses, from a caller that skipped it
 	}
 	pct, lim := GCSettings()
 	log.Debug().Int64("gogc", pct).Int64("memory_limit", lim).Str("from", source).Int("gc_percent", percent).Msg("GC pacing")

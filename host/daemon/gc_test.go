@@ -62,6 +62,7 @@ func TestSetGC(t *testing.T) {
 		// The runtime read GOGC when this process started; SetGC leaves
 		// the percent it runs with alone (150, from the case above).
 		{"environment wins", "100", 400, 150, "environment"},
+		{"a percent validation refuses changes nothing", "", 0, 150, "go default"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("GOGC", tc.gogc)
