@@ -84,6 +84,9 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if p := c.Runtime.GCPercent; p <= 0 {
+		errs.add(c.fieldErr("runtime.gc_percent", gcPercentProblem(p)))
+	}
 	if r := c.RL.LoRARank; r > 0 && r&(r-1) != 0 {
 		errs.add(c.fieldErr("rl.lora_rank", fmt.Sprintf("must be a power of two (8, 16, 32, 64, …); got %d. Fix: `metaclaw config set rl.lora_rank 32`", r)))
 	}
@@ -106,6 +109,16 @@ func (c *Config) Validate() error {
 		errs.add(c.fieldErr("proxy.host", fmt.Sprintf("is %q, which is not a loopback address, but `proxy.api_key` is empty: anyone who can reach this port could spend your LLM credits. Fix: set a key with `metaclaw config set proxy.api_key <long-random-secret>` (clients send it as a Bearer token), or listen locally with `metaclaw config set proxy.host 127.0.0.1`", c.Proxy.Host)))
 	}
 	return errs.err()
+}
+
+// gcPercentProblem explains a runtime.gc_percent at or below 0, which Go
+// would read as "collect all the time" (0) or "never collect" (below 0).
+func gcPercentProblem(p int) string {
+	fix := "Fix: `metaclaw config set runtime.gc_percent 200` (the default; 100 = Go's own)"
+	if p == 0 {
+		return "is 0, which would make the garbage collector run without pause. " + fix
+	}
+	return fmt.Sprintf("is %d, which would turn the garbage collector off: the host's heap would grow with every request until the system stops it. %s; to run without a collector anyway, start the host with GOGC=off (and a GOMEMLIMIT) in its environment", p, fix)
 }
 
 func rangeText(f *field) string {

@@ -89,6 +89,7 @@ func Run(ctx context.Context, cfg *config.Config, o RunOptions) error {
 	defer st.Close()
 
 	SetProcs(cfg.Runtime.BackgroundNice, log)
+	SetGC(cfg.Runtime.GCPercent, log)
 	c := core.New(core.Options{
 		Store:        st,
 		Log:          log.With().Str("part", "core").Logger(),

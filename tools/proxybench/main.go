@@ -196,6 +196,7 @@ func loaded(client *http.Client, upstream, bare string, nMem, nSkills, n int) {
 	// As the daemon at start: Ps above the CPUs for niced background
 	// work, unless GOMAXPROCS is in the environment.
 	daemon.SetProcs(backgroundNice, zerolog.Nop())
+	daemon.SetGC(*gcPercent, zerolog.Nop())
 	t0 := time.Now()
 	ln, c, st, done, err := loadedHost(upstream, nMem, nSkills)
 	if err != nil {
