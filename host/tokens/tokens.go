@@ -22,12 +22,7 @@ func Count(s string) int {
 	if loadErr != nil {
 		return len(s)/3 + 1
 	}
-	n, err := bpe.count(s)
-	if err != nil {
-		// The pre-tokenizer failed: estimate conservatively so budgets still hold.
-		return len(s)/3 + 1
-	}
-	return n
+	return bpe.count(s)
 }
 
 // Warm loads the tokenizer ahead of the first request (~80 ms of CPU: the

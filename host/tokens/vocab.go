@@ -3,25 +3,20 @@ package tokens
 import (
 	"fmt"
 	"sync"
+	"unicode/utf8"
 	_ "unsafe" // go:linkname
 
-	"github.com/dlclark/regexp2/v2"
 	"github.com/tiktoken-go/tokenizer/codec"
 
 	"github.com/metaclaw-go/metaclaw/internal/strtab"
 )
 
-// o200k_base is counted with tiktoken-go's pre-tokenizer and ranks, but
-// not through its Codec: the codec keeps the vocabulary in a Go map of
+// o200k_base is counted with tiktoken-go's ranks and a pre-tokenizer that
+// cuts the pieces its regexp cuts (split.go), but not through its Codec: the codec keeps the vocabulary in a Go map of
 // ~200k string keys, one pointer per token for every GC cycle of the daemon
 // to read (6.7 MB of scannable heap). The ranks are copied once into a
 // strtab.Table (no pointer per token) and the package's map is released;
 // TestCountMatchesCodec checks every count against the codec's.
-
-// o200kPattern is the o200k_base pre-tokenizer, exactly as tiktoken-go's
-// codec compiles it: regexp2 then runs the code generated for it that the
-// codec package registers (the same matcher the codec uses).
-const o200kPattern = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
 // rankGap: ranks are read from the codec until this many in a row are
 // missing (o200k_base's last ordinary token is 199997; its special tokens
@@ -32,7 +27,7 @@ const rankGap = 4096
 // the map can be dropped once its ranks are copied. Resetting the Once
 // keeps codec.NewO200kBase correct for any later caller (it rebuilds the
 // map). Pinned to tiktoken-go/tokenizer v0.10.0: a renamed variable fails
-// the link, and TestCodecStillWorksAfterRelease checks the reset.
+// the link, and the tests build their reference codec after Warm.
 //
 //go:linkname codecVocab github.com/tiktoken-go/tokenizer/codec.o200kBaseVocab
 var codecVocab map[string]uint
@@ -40,10 +35,8 @@ var codecVocab map[string]uint
 //go:linkname codecVocabOnce github.com/tiktoken-go/tokenizer/codec.o200kBaseVocabOnce
 var codecVocabOnce sync.Once
 
-// bpeTable is o200k_base: its pre-tokenizer and each token's rank (its
-// number in ranks).
+// bpeTable is o200k_base: each token's rank (its number in ranks).
 type bpeTable struct {
-	split *regexp2.Regexp
 	ranks *strtab.Table
 }
 
@@ -71,10 +64,7 @@ func loadO200k() (*bpeTable, error) {
 	if found < 190000 {
 		return nil, fmt.Errorf("o200k_base: %d tokens in the codec's vocabulary", found)
 	}
-	// MustCompile, as the codec: only it picks the generated matcher
-	// (Compile would interpret the pattern, which differs on a few
-	// control characters such as U+007F).
-	t := &bpeTable{split: regexp2.MustCompile(o200kPattern, regexp2.None), ranks: b.Build()}
+	t := &bpeTable{ranks: b.Build()}
 	codecVocab, codecVocabOnce = nil, sync.Once{}
 	return t, nil
 }
@@ -83,19 +73,20 @@ func loadO200k() (*bpeTable, error) {
 func (t *bpeTable) rank(s string) int { return t.ranks.Index(s) }
 
 // count is the number of o200k_base tokens of s.
-func (t *bpeTable) count(s string) (int, error) {
-	m, err := t.split.FindStringMatch(s)
+func (t *bpeTable) count(s string) int {
+	valid := utf8.ValidString(s)
+	sp := splitter{s: s}
 	n := 0
-	for m != nil && err == nil {
-		// As the codec: the piece as regexp2 sees it (invalid UTF-8 reads
-		// as U+FFFD).
-		n += t.countPiece(m.String())
-		m, err = t.split.FindNextMatch(m)
+	for {
+		p, ok := sp.next()
+		if !ok {
+			return n
+		}
+		if !valid && !utf8.ValidString(p) {
+			p = runeText(p) // as the codec: the piece as the regexp read it
+		}
+		n += t.countPiece(p)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("o200k_base split: %w", err)
-	}
-	return n, nil
 }
 
 // countPiece is the number of tokens byte-pair encoding makes of one
