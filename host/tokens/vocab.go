@@ -8,6 +8,7 @@ import (
 
 	"github.com/tiktoken-go/tokenizer/codec"
 
+	"github.com/metaclaw-go/metaclaw/internal/minheap"
 	"github.com/metaclaw-go/metaclaw/internal/strtab"
 )
 
@@ -165,7 +166,8 @@ func (t *bpeTable) mergeHeap(p string) int {
 	next := make([]int32, n) // the start of the part after the one at i (n: none)
 	prev := make([]int32, n)
 	rk := make([]int32, n) // rank of the part at i merged with the next (noRank: none, or i is not a part start)
-	h := make(candHeap, 0, n)
+	// Candidates: the part at Pos merged with the next into a token of rank Rank.
+	h := make(minheap.Heap[struct{}], 0, n)
 	for i := range n {
 		next[i], prev[i] = int32(i+1), int32(i-1)
 	}
@@ -186,89 +188,32 @@ func (t *bpeTable) mergeHeap(p string) int {
 	for i := range int32(n - 1) {
 		rk[i] = pairRank(i)
 		if rk[i] != noRank {
-			h = append(h, cand{rk[i], i})
+			h = append(h, minheap.Item[struct{}]{Rank: rk[i], Pos: i})
 		}
 	}
-	h.init()
+	h.Init()
 	parts := n
 	for len(h) > 0 {
-		c := h.pop()
-		if rk[c.pos] != c.rank {
+		c := h.Pop()
+		if rk[c.Pos] != c.Rank {
 			continue // stale: the part changed after this was pushed
 		}
-		j := next[c.pos]
-		next[c.pos] = next[j]
+		j := next[c.Pos]
+		next[c.Pos] = next[j]
 		if int(next[j]) < n {
-			prev[next[j]] = c.pos
+			prev[next[j]] = c.Pos
 		}
 		rk[j] = noRank
 		parts--
-		for _, i := range [2]int32{c.pos, prev[c.pos]} {
+		for _, i := range [2]int32{c.Pos, prev[c.Pos]} {
 			if i < 0 {
 				continue
 			}
 			rk[i] = pairRank(i)
 			if rk[i] != noRank {
-				h.push(cand{rk[i], i})
+				h.Push(minheap.Item[struct{}]{Rank: rk[i], Pos: i})
 			}
 		}
 	}
 	return parts
-}
-
-// cand is a possible merge: the part at pos with the next one, into a
-// token of rank rank.
-type cand struct{ rank, pos int32 }
-
-// candHeap is a binary min-heap of candidates by rank, then position (the
-// leftmost of equal ranks merges first).
-type candHeap []cand
-
-func (h candHeap) less(a, b int) bool {
-	return h[a].rank < h[b].rank || h[a].rank == h[b].rank && h[a].pos < h[b].pos
-}
-
-func (h candHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *candHeap) push(c cand) {
-	*h = append(*h, c)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		up := (i - 1) / 2
-		if !s.less(i, up) {
-			break
-		}
-		s[i], s[up] = s[up], s[i]
-		i = up
-	}
-}
-
-func (h *candHeap) pop() cand {
-	s := *h
-	top := s[0]
-	s[0] = s[len(s)-1]
-	*h = s[:len(s)-1]
-	h.down(0)
-	return top
-}
-
-func (h candHeap) down(i int) {
-	for {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
-		}
-		if c+1 < len(h) && h.less(c+1, c) {
-			c++
-		}
-		if !h.less(c, i) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
 }
