@@ -19,14 +19,13 @@ func benchPrompt(b *testing.B) string {
 		b.Fatal(err)
 	}
 	var body struct {
-		Messages []struct {
-			Content string `json:"content"`
-		} `json:"messages"`
+		Messages []struct{ Content json.RawMessage } `json:"messages"`
 	}
-	if err := json.Unmarshal(raw, &body); err != nil || len(body.Messages) == 0 || body.Messages[0].Content == "" {
+	var s string
+	if err := json.Unmarshal(raw, &body); err != nil || len(body.Messages) == 0 || json.Unmarshal(body.Messages[0].Content, &s) != nil || s == "" {
 		b.Fatalf("no system prompt (%v)", err)
 	}
-	return body.Messages[0].Content
+	return s
 }
 
 // benchTurn is a 14 KB request body of a turn (its messages and tools, as
