@@ -30,8 +30,8 @@ func Count(s string) int {
 func Warm() { Count("warm") }
 
 // Cache remembers counts of texts seen before. Agents resend the same system
-// prompt and history every turn, and BPE costs ~0.6 µs per token, so a 10k-token
-// prompt would otherwise cost milliseconds on every request.
+// prompt and history every turn, and counting costs ~0.3 µs per token, so a
+// 10k-token prompt would otherwise cost milliseconds on every request.
 type Cache struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
