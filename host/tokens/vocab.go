@@ -3,25 +3,21 @@ package tokens
 import (
 	"fmt"
 	"sync"
+	"unicode/utf8"
 	_ "unsafe" // go:linkname
 
-	"github.com/dlclark/regexp2/v2"
 	"github.com/tiktoken-go/tokenizer/codec"
 
+	"github.com/metaclaw-go/metaclaw/internal/minheap"
 	"github.com/metaclaw-go/metaclaw/internal/strtab"
 )
 
-// o200k_base is counted with tiktoken-go's pre-tokenizer and ranks, but
-// not through its Codec: the codec keeps the vocabulary in a Go map of
+// o200k_base is counted with tiktoken-go's ranks and a pre-tokenizer that
+// cuts the pieces its regexp cuts (split.go), but not through its Codec: the codec keeps the vocabulary in a Go map of
 // ~200k string keys, one pointer per token for every GC cycle of the daemon
 // to read (6.7 MB of scannable heap). The ranks are copied once into a
 // strtab.Table (no pointer per token) and the package's map is released;
 // TestCountMatchesCodec checks every count against the codec's.
-
-// o200kPattern is the o200k_base pre-tokenizer, exactly as tiktoken-go's
-// codec compiles it: regexp2 then runs the code generated for it that the
-// codec package registers (the same matcher the codec uses).
-const o200kPattern = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
 // rankGap: ranks are read from the codec until this many in a row are
 // missing (o200k_base's last ordinary token is 199997; its special tokens
@@ -32,7 +28,7 @@ const rankGap = 4096
 // the map can be dropped once its ranks are copied. Resetting the Once
 // keeps codec.NewO200kBase correct for any later caller (it rebuilds the
 // map). Pinned to tiktoken-go/tokenizer v0.10.0: a renamed variable fails
-// the link, and TestCodecStillWorksAfterRelease checks the reset.
+// the link, and the tests build their reference codec after Warm.
 //
 //go:linkname codecVocab github.com/tiktoken-go/tokenizer/codec.o200kBaseVocab
 var codecVocab map[string]uint
@@ -40,10 +36,8 @@ var codecVocab map[string]uint
 //go:linkname codecVocabOnce github.com/tiktoken-go/tokenizer/codec.o200kBaseVocabOnce
 var codecVocabOnce sync.Once
 
-// bpeTable is o200k_base: its pre-tokenizer and each token's rank (its
-// number in ranks).
+// bpeTable is o200k_base: each token's rank (its number in ranks).
 type bpeTable struct {
-	split *regexp2.Regexp
 	ranks *strtab.Table
 }
 
@@ -71,10 +65,7 @@ func loadO200k() (*bpeTable, error) {
 	if found < 190000 {
 		return nil, fmt.Errorf("o200k_base: %d tokens in the codec's vocabulary", found)
 	}
-	// MustCompile, as the codec: only it picks the generated matcher
-	// (Compile would interpret the pattern, which differs on a few
-	// control characters such as U+007F).
-	t := &bpeTable{split: regexp2.MustCompile(o200kPattern, regexp2.None), ranks: b.Build()}
+	t := &bpeTable{ranks: b.Build()}
 	codecVocab, codecVocabOnce = nil, sync.Once{}
 	return t, nil
 }
@@ -83,19 +74,20 @@ func loadO200k() (*bpeTable, error) {
 func (t *bpeTable) rank(s string) int { return t.ranks.Index(s) }
 
 // count is the number of o200k_base tokens of s.
-func (t *bpeTable) count(s string) (int, error) {
-	m, err := t.split.FindStringMatch(s)
+func (t *bpeTable) count(s string) int {
+	valid := utf8.ValidString(s)
+	sp := splitter{s: s}
 	n := 0
-	for m != nil && err == nil {
-		// As the codec: the piece as regexp2 sees it (invalid UTF-8 reads
-		// as U+FFFD).
-		n += t.countPiece(m.String())
-		m, err = t.split.FindNextMatch(m)
+	for {
+		p, ok := sp.next()
+		if !ok {
+			return n
+		}
+		if !valid && !utf8.ValidString(p) {
+			p = runeText(p) // as the codec: the piece as the regexp read it
+		}
+		n += t.countPiece(p)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("o200k_base split: %w", err)
-	}
-	return n, nil
 }
 
 // countPiece is the number of tokens byte-pair encoding makes of one
@@ -174,7 +166,8 @@ func (t *bpeTable) mergeHeap(p string) int {
 	next := make([]int32, n) // the start of the part after the one at i (n: none)
 	prev := make([]int32, n)
 	rk := make([]int32, n) // rank of the part at i merged with the next (noRank: none, or i is not a part start)
-	h := make(candHeap, 0, n)
+	// Candidates: the part at Pos merged with the next into a token of rank Rank.
+	h := make(minheap.Heap[struct{}], 0, n)
 	for i := range n {
 		next[i], prev[i] = int32(i+1), int32(i-1)
 	}
@@ -195,89 +188,32 @@ func (t *bpeTable) mergeHeap(p string) int {
 	for i := range int32(n - 1) {
 		rk[i] = pairRank(i)
 		if rk[i] != noRank {
-			h = append(h, cand{rk[i], i})
+			h = append(h, minheap.Item[struct{}]{Rank: rk[i], Pos: i})
 		}
 	}
-	h.init()
+	h.Init()
 	parts := n
 	for len(h) > 0 {
-		c := h.pop()
-		if rk[c.pos] != c.rank {
+		c := h.Pop()
+		if rk[c.Pos] != c.Rank {
 			continue // stale: the part changed after this was pushed
 		}
-		j := next[c.pos]
-		next[c.pos] = next[j]
+		j := next[c.Pos]
+		next[c.Pos] = next[j]
 		if int(next[j]) < n {
-			prev[next[j]] = c.pos
+			prev[next[j]] = c.Pos
 		}
 		rk[j] = noRank
 		parts--
-		for _, i := range [2]int32{c.pos, prev[c.pos]} {
+		for _, i := range [2]int32{c.Pos, prev[c.Pos]} {
 			if i < 0 {
 				continue
 			}
 			rk[i] = pairRank(i)
 			if rk[i] != noRank {
-				h.push(cand{rk[i], i})
+				h.Push(minheap.Item[struct{}]{Rank: rk[i], Pos: i})
 			}
 		}
 	}
 	return parts
-}
-
-// cand is a possible merge: the part at pos with the next one, into a
-// token of rank rank.
-type cand struct{ rank, pos int32 }
-
-// candHeap is a binary min-heap of candidates by rank, then position (the
-// leftmost of equal ranks merges first).
-type candHeap []cand
-
-func (h candHeap) less(a, b int) bool {
-	return h[a].rank < h[b].rank || h[a].rank == h[b].rank && h[a].pos < h[b].pos
-}
-
-func (h candHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *candHeap) push(c cand) {
-	*h = append(*h, c)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		up := (i - 1) / 2
-		if !s.less(i, up) {
-			break
-		}
-		s[i], s[up] = s[up], s[i]
-		i = up
-	}
-}
-
-func (h *candHeap) pop() cand {
-	s := *h
-	top := s[0]
-	s[0] = s[len(s)-1]
-	*h = s[:len(s)-1]
-	h.down(0)
-	return top
-}
-
-func (h candHeap) down(i int) {
-	for {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
-		}
-		if c+1 < len(h) && h.less(c+1, c) {
-			c++
-		}
-		if !h.less(c, i) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
 }

@@ -208,3 +208,29 @@ func BenchmarkCodecCount(b *testing.B) {
 		ref.Count(s)
 	}
 }
+
+// BenchmarkMergeHeap merges pieces too long for mergeScan: a long word,
+// a run of one letter pair, and a run of letters from base64.
+func BenchmarkMergeHeap(b *testing.B) {
+	Warm()
+	r := rand.New(rand.NewSource(3))
+	word := make([]byte, 600)
+	for i := range word {
+		word[i] = "etaoinshrdlucmfwyp"[r.Intn(18)]
+	}
+	blob := make([]byte, 3000)
+	r.Read(blob)
+	letters := strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			return c
+		}
+		return -1
+	}, base64.StdEncoding.EncodeToString(blob))
+	pieces := []string{string(word), strings.Repeat("ab", 300), letters}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range pieces {
+			bpe.mergeHeap(p)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package tokenizer
 
 import (
 	"sync"
+
+	"github.com/metaclaw-go/metaclaw/internal/minheap"
 )
 
 // bpe is a byte-level BPE model: every piece starts as one symbol per byte
@@ -63,16 +65,6 @@ type symbol struct {
 	gone       bool
 }
 
-// candidate is a ranked pair starting at symbol pos; the heap orders
-// candidates by rank, then position, like the reference implementation.
-type candidate struct {
-	rank, pos, newID int32
-}
-
-func less(a, b candidate) bool {
-	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
-}
-
 func (m *bpe) merge(dst []int, piece string) []int {
 	n := len(piece)
 	syms := make([]symbol, n)
@@ -81,72 +73,42 @@ func (m *bpe) merge(dst []int, piece string) []int {
 	}
 	syms[n-1].next = -1
 
-	heap := make([]candidate, 0, n)
-	push := func(c candidate) {
-		heap = append(heap, c)
-		for i := len(heap) - 1; i > 0; {
-			p := (i - 1) / 2
-			if !less(heap[i], heap[p]) {
-				break
-			}
-			heap[i], heap[p] = heap[p], heap[i]
-			i = p
-		}
-	}
-	pop := func() candidate {
-		top := heap[0]
-		last := len(heap) - 1
-		heap[0] = heap[last]
-		heap = heap[:last]
-		for i := 0; ; {
-			l, r, small := 2*i+1, 2*i+2, i
-			if l < last && less(heap[l], heap[small]) {
-				small = l
-			}
-			if r < last && less(heap[r], heap[small]) {
-				small = r
-			}
-			if small == i {
-				break
-			}
-			heap[i], heap[small] = heap[small], heap[i]
-			i = small
-		}
-		return top
-	}
+	// Candidates: the ranked pair starting at symbol Pos, merging into Val;
+	// by rank, then position, like the reference implementation.
+	heap := make(minheap.Heap[int32], 0, n)
 	pairAt := func(pos int32) {
 		next := syms[pos].next
 		if next < 0 {
 			return
 		}
 		if r, ok := m.merges[pairKey(syms[pos].id, syms[next].id)]; ok {
-			push(candidate{rank: r.rank, pos: pos, newID: r.newID})
+			heap.Push(minheap.Item[int32]{Val: r.newID, Rank: r.rank, Pos: pos})
 		}
 	}
 	for i := 0; i < n-1; i++ {
 		pairAt(int32(i))
 	}
 	for len(heap) > 0 {
-		c := pop()
-		s := &syms[c.pos]
+		c := heap.Pop()
+		s := &syms[c.Pos]
 		if s.gone || s.next < 0 {
 			continue
 		}
 		right := s.next
 		// The pair may have changed since this candidate was pushed.
-		if r, ok := m.merges[pairKey(s.id, syms[right].id)]; !ok || r.newID != c.newID {
+		if r, ok := m.merges[pairKey(s.id, syms[right].id)]; !ok || r.newID != c.Val {
 			continue
 		}
-		s.id = c.newID
+		s.id = c.Val
 		syms[right].gone = true
 		s.next = syms[right].next
 		if s.next >= 0 {
-			syms[s.next].prev = c.pos
+			syms[s.next].prev = c.Pos
 		}
 		if s.prev >= 0 {
 			pairAt(s.prev)
 		}
-		pairAt(c.pos)
+		pairAt(c.Pos)
 	}
 	for i := int32(0); i >= 0; i = syms[i].next {
 		dst = append(dst, int(syms[i].id))
