@@ -256,7 +256,7 @@ type Store struct {
 
 // Runtime tunes how the host's own work shares the CPUs.
 type Runtime struct {
-	BackgroundNice int `yaml:"background_nice" default:"10" min:"0" max:"19" desc:"Niceness added to the threads of background jobs (memory ingestion, skill evolution) on Linux, so a request's threads get the CPUs first whenever both want one; 0 = run them at the host's own priority. Ignored on other systems."`
+	BackgroundNice int `yaml:"background_nice" default:"10" min:"0" max:"19" desc:"Niceness added to the threads of background jobs (memory ingestion, skill evolution) and of the turn recorder's commits of journaled turns on Linux, so a request's threads get the CPUs first whenever both want one; 0 = run them at the host's own priority. Ignored on other systems."`
 	GCPercent      int `yaml:"gc_percent" default:"200" desc:"Garbage collector pacing of the host process, as Go's GOGC: a collection starts when the heap has grown this many percent over what the last one left live. 200 collects half as often as Go's default 100, so fewer requests run beside a mark phase and the GC takes less CPU, for a heap up to 3x the live one instead of 2x (docs/performance.md). Above 0: the host never turns its collector off. GOGC or GOMEMLIMIT in the host's environment wins over it."`
 }
 

@@ -51,9 +51,17 @@ func sessionTurns(t *testing.T, st store.Store, session string) []store.Turn {
 // after the commit but before the journal forgot the turns writes nothing
 // twice, and a stop commits everything and leaves no journal behind.
 func TestJournalReleasesAnswersAndLosesNoTurn(t *testing.T) {
+	// With background_nice the commits nobody waits for run on a
+	// background thread (recorder.persistAside): the same guarantees.
+	for _, nice := range []int{0, DefaultBackgroundNice} {
+		t.Run(fmt.Sprintf("background_nice %d", nice), func(t *testing.T) { journalLosesNoTurn(t, nice) })
+	}
+}
+
+func journalLosesNoTurn(t *testing.T, nice int) {
 	dir := t.TempDir()
 	spool := filepath.Join(dir, "spool")
-	c, g := newGated(t, dir, Options{SpoolDir: spool})
+	c, g := newGated(t, dir, Options{SpoolDir: spool, BackgroundNice: nice})
 	release := g.hold(t, c) // the writer is busy (an ingest transaction, say)
 	const n = 5
 	for i := 0; i < n; i++ {
@@ -69,7 +77,7 @@ func TestJournalReleasesAnswersAndLosesNoTurn(t *testing.T) {
 
 	// A crash now: a new process on the same database finds them.
 	crashed, crashedLater := copyJournal(t, spool), copyJournal(t, spool)
-	c2, st2 := newCore(t, Options{SpoolDir: crashed})
+	c2, st2 := newCore(t, Options{SpoolDir: crashed, BackgroundNice: nice})
 	if err := c2.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +105,7 @@ func TestJournalReleasesAnswersAndLosesNoTurn(t *testing.T) {
 	// A crash after those commits but before the segment was deleted (the
 	// same image on disk): the next start recognises every turn and writes
 	// none twice.
-	c3 := New(Options{Store: g, Log: c.log, SpoolDir: crashedLater})
+	c3 := New(Options{Store: g, Log: c.log, SpoolDir: crashedLater, BackgroundNice: nice})
 	if err := c3.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/metaclaw-go/metaclaw/host/store"
 	"github.com/metaclaw-go/metaclaw/internal/testwait"
 )
 
@@ -188,5 +190,55 @@ func TestForegroundLeavesTheNicedThread(t *testing.T) {
 	s := <-got
 	if s.bg != base+DefaultBackgroundNice || s.fg != base {
 		t.Errorf("background at %d, its Foreground section at %d; want %d and %d", s.bg, s.fg, base+DefaultBackgroundNice, base)
+	}
+}
+
+// TestJournaledCommitsRunNiced: with the turn journal, the recorder commits
+// the turns nobody waits for on a niced background thread (its listeners
+// run there too), every turn reaches the store, and the thread is gone
+// after Close; without niceness they stay at the process's priority.
+func TestJournaledCommitsRunNiced(t *testing.T) {
+	_, base := myThreadNice(t)
+	if base+DefaultBackgroundNice > MaxBackgroundNice {
+		t.Skipf("the test runs at niceness %d already", base)
+	}
+	for _, tc := range []struct {
+		name string
+		nice int
+		want int
+	}{
+		{"niced", DefaultBackgroundNice, base + DefaultBackgroundNice},
+		{"off", 0, base},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, st := newCore(t, Options{BackgroundNice: tc.nice, SpoolDir: filepath.Join(t.TempDir(), "spool")})
+			const n = 20
+			seen := make(chan int, n)
+			c.OnTurn(func(_ context.Context, tr *store.Turn) {
+				_, nice := myThreadNice(t)
+				seen <- nice
+			})
+			for i := 0; i < n; i++ {
+				// Released on the journal: the commit follows, aside.
+				if err := c.ObserveDurable(context.Background(), turn("aside", fmt.Sprintf(`{"messages":[{"role":"user","content":"q %d"}]}`, i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < n; i++ {
+				select {
+				case nice := <-seen:
+					if nice != tc.want {
+						t.Errorf("turn committed on a thread at niceness %d, want %d", nice, tc.want)
+					}
+				case <-time.After(testwait.Deadline):
+					t.Fatalf("%d of %d turns committed", i, n)
+				}
+			}
+			if got := len(sessionTurns(t, st, "aside")); got != n {
+				t.Errorf("%d turns stored, want %d", got, n)
+			}
+			c.Close()
+			testwait.For(t, "no niced thread after Close", func() bool { return len(nicedThreads(t, base)) == 0 })
+		})
 	}
 }

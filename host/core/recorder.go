@@ -39,6 +39,10 @@ type recorder struct {
 	journal *journal
 	left    []string
 
+	// aside, when set, commits the batches nobody waits for on a
+	// background thread (persistAside).
+	aside chan asideBatch
+
 	observed atomic.Int64 // turns persisted since start
 	dropped  atomic.Int64 // turns neither stored nor spooled (logged)
 	stubbed  atomic.Int64 // bad rows stored as failed stubs
@@ -174,6 +178,16 @@ func (r *recorder) loop() {
 			r.persist(batch)
 		}
 	}
+	if r.journal != nil && r.c.bgNice > 0 {
+		r.aside = make(chan asideBatch)
+		defer close(r.aside)
+		r.c.GoBackground(func() {
+			for b := range r.aside {
+				r.persist(b.batch)
+				close(b.done)
+			}
+		})
+	}
 	r.recoverJournal(r.left)
 	r.left = nil
 	r.replaySpool()
@@ -188,7 +202,11 @@ func (r *recorder) loop() {
 			if journaledOnly(batch) {
 				batch, flushed = r.gather(batch)
 			}
-			r.persist(batch)
+			if journaledOnly(batch) && flushed == nil {
+				r.persistAside(batch)
+			} else {
+				r.persist(batch)
+			}
 			if flushed != nil {
 				drainAll()
 				close(flushed)
@@ -260,6 +278,29 @@ func (r *recorder) gather(batch []queued) ([]queued, chan struct{}) {
 		}
 	}
 	return batch, nil
+}
+
+type asideBatch struct {
+	batch []queued
+	done  chan struct{}
+}
+
+// persistAside persists a batch nobody waits for (its answers were released
+// on the turn journal) on a background thread, niced like learning's
+// (runtime.background_nice), and waits for it. The commit's CPU and writes
+// (a batch is up to 64 turns with their bodies) ran at the requests'
+// priority before, and traces of the loaded proxy showed the recorder on a
+// core while a slow request's thread waited for one (docs/performance.md).
+// Batches someone waits for (no journal, a flush's remainder) stay on the
+// recorder's own goroutine.
+func (r *recorder) persistAside(batch []queued) {
+	if r.aside == nil {
+		r.persist(batch)
+		return
+	}
+	done := make(chan struct{})
+	r.aside <- asideBatch{batch, done}
+	<-done
 }
 
 // persist writes a batch in one transaction. One bad row must not cost the

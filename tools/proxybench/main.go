@@ -77,7 +77,16 @@ func main() {
 	skipEmpty := flag.Bool("loaded-only", false, "run only the loaded scenario")
 	report := flag.String("tracereport", "", "instead of measuring, read a -trace file and print what its slowest requests waited on (their steps, runnable and blocked time, what else ran meanwhile)")
 	reportN := flag.Int("tracereport-n", 30, "requests the -tracereport details (the slowest, and as many around the median)")
+	slow := flag.String("slowreport", "", "instead of measuring, read a -trace file and split the time of its slow requests that no GC touched by their critical path's state (see -slowreport-sched)")
+	slowSched := flag.String("slowreport-sched", "", "with -slowreport: `perf script --ns` output of `perf record -e sched:sched_switch -a -k CLOCK_MONOTONIC` taken during the traced run, to split running time by whether the thread had a core")
+	slowPct := flag.Float64("slowreport-pct", 95, "with -slowreport: the percentile a request's latency must reach")
 	flag.Parse()
+	if *slow != "" {
+		if err := slowReport(os.Stdout, *slow, *slowSched, *slowPct); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *report != "" {
 		if err := traceReport(os.Stdout, *report, *reportN); err != nil {
 			fail(err)

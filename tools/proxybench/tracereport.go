@@ -72,6 +72,9 @@ func classify(root string, funcs []string) string {
 		{"client", "main.runLoaded", false},
 		{"upstream", "internal/fakellm.", false},
 		{"proxy handler", "host/proxy.", false},
+		// The recorder's commits on their background thread (before
+		// GoBackground's rule below: it is not learning).
+		{"recorder", "host/core.(*recorder).persist", false},
 		{"learning", "host/core.(*Core).GoBackground", false},
 		{"learning", "host/memory.", false},
 		{"learning", "host/core.(*Core).runJob", false},
