@@ -118,48 +118,54 @@ func countInjected(ctx context.Context, tx *sqlconn.Tx, in injections, foldAt in
 // foldUnits is the fewest units a fold takes at once (see foldSome).
 const foldUnits = 64
 
-// foldSome folds the log's rows of its k oldest units (those of its
-// oldest rows), or the whole log when it names no more than k units.
+// foldSome folds the log's oldest rows, as many as name at most k units,
+// or the whole log when it names no more than k units.
 //
 // A fold rewrites one memory_units row, on a page of its own, per unit
 // it folds, and those pages go to the WAL at the commit: a whole log
 // whose injections came from all over a large library (proxybench's
-// questions) is ~360 pages in one transaction, ~10 ms holding the writer
-// and a P with no way to yield inside SQLite. Bounded to k units, each
-// fold is proportional to what the batch added (k is at least twice the
-// units it logged, so the log drains): the transactions after the one
-// that took the log to its bound fold the rest, until it is empty and
-// its row ids start from 1 again. Reads add the rows not folded yet, so
-// what they see does not depend on how much a fold takes.
+// questions) is hundreds of pages in one transaction, several ms holding
+// the writer and a P with no way to yield inside SQLite. Bounded to k
+// units, each fold is proportional to what the batch added (k is at least
+// twice the units it logged, so the log drains): the transactions after
+// the one that took the log to its bound fold the rest, oldest first (a
+// range of row ids: the log's first pages), until it is empty and its row
+// ids start from 1 again. Reads add the rows not folded yet, so what they
+// see does not depend on how much a fold takes.
 func foldSome(ctx context.Context, tx *sqlconn.Tx, k int) error {
-	rows, err := tx.QueryContext(ctx, `SELECT unit FROM memory_injections GROUP BY unit ORDER BY MIN(id) LIMIT ?`, k+1)
+	rows, err := tx.QueryContext(ctx, `SELECT id, unit FROM memory_injections ORDER BY id`)
 	if err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)
 	}
-	var units []any
+	units := make(map[int64]struct{}, k)
+	var upTo int64 // the last row of the prefix naming at most k units
+	all := true
 	for rows.Next() {
-		var u int64
-		if err := rows.Scan(&u); err != nil {
+		var id, unit int64
+		if err := rows.Scan(&id, &unit); err != nil {
 			rows.Close()
 			return fmt.Errorf("memory: fold injections: %w", err)
 		}
-		units = append(units, u)
+		if _, ok := units[unit]; !ok && len(units) == k {
+			all = false
+			break
+		}
+		units[unit] = struct{}{}
+		upTo = id
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)
 	}
-	if len(units) <= k {
+	if all {
 		return foldInjections(ctx, tx)
 	}
-	units = units[:k]
-	in := `(?` + strings.Repeat(",?", k-1) + `)`
 	if _, err := tx.ExecContext(ctx, `UPDATE OR FAIL memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
-FROM (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections WHERE unit IN `+in+` GROUP BY unit) AS p
-WHERE memory_units.id = p.unit`, units...); err != nil {
+FROM (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections WHERE id <= ? GROUP BY unit) AS p
+WHERE memory_units.id = p.unit`, upTo); err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_injections WHERE unit IN `+in, units...); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_injections WHERE id <= ?`, upTo); err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)
 	}
 	return nil
