@@ -137,7 +137,7 @@ func foldSome(ctx context.Context, tx *sqlconn.Tx, k int) error {
 	if err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)
 	}
-	units := make(map[int64]struct{}, k)
+	units := make(map[int64]struct{}, min(k, 1024))
 	var upTo int64 // the last row of the prefix naming at most k units
 	all := true
 	for rows.Next() {
