@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"runtime"
 	"slices"
@@ -133,33 +134,16 @@ const foldUnits = 64
 // ids start from 1 again. Reads add the rows not folded yet, so what they
 // see does not depend on how much a fold takes.
 func foldSome(ctx context.Context, tx *sqlconn.Tx, k int) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id, unit FROM memory_injections ORDER BY id`)
-	if err != nil {
+	// The first row of the (k+1)th unit to appear in the log: the rows
+	// before it name the first k units only.
+	var next sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT MIN(first) FROM (SELECT MIN(id) AS first FROM memory_injections GROUP BY unit ORDER BY first LIMIT 1 OFFSET ?)`, k).Scan(&next); err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)
 	}
-	units := make(map[int64]struct{}, min(k, 1024))
-	var upTo int64 // the last row of the prefix naming at most k units
-	all := true
-	for rows.Next() {
-		var id, unit int64
-		if err := rows.Scan(&id, &unit); err != nil {
-			rows.Close()
-			return fmt.Errorf("memory: fold injections: %w", err)
-		}
-		if _, ok := units[unit]; !ok && len(units) == k {
-			all = false
-			break
-		}
-		units[unit] = struct{}{}
-		upTo = id
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("memory: fold injections: %w", err)
-	}
-	if all {
+	if !next.Valid {
 		return foldInjections(ctx, tx)
 	}
+	upTo := next.Int64 - 1
 	if _, err := tx.ExecContext(ctx, `UPDATE OR FAIL memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
 FROM (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections WHERE id <= ? GROUP BY unit) AS p
 WHERE memory_units.id = p.unit`, upTo); err != nil {
