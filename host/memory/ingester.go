@@ -319,18 +319,39 @@ func (in *Ingester) Pending(ctx context.Context) (int, error) {
 	return pendingTurns(ctx, in.mem.r, in.st, in.side)
 }
 
-// turnsAfter reads up to n of a session's turns after id.
-func (in *Ingester) turnsAfter(ctx context.Context, session string, after int64, n int) ([]store.Turn, error) {
-	turns, err := in.st.SessionTurnsAfter(ctx, session, after, n)
+// turnBatch is what learning reads of a session's turns after a point:
+// the learnable ones as toTurn makes them, the last id read and how many
+// turns were read.
+type turnBatch struct {
+	turns []Turn
+	last  int64
+	read  int
+}
+
+// readTurns reads up to n of a session's turns after id, keeping (as
+// toTurn makes them) the learnable turns keep accepts (nil: all). The
+// turns are streamed (store.SessionTurnsEach): a request body is scanned
+// for the user's text where SQLite holds it, never copied.
+func (in *Ingester) readTurns(ctx context.Context, host, session string, after int64, n int, keep func(t *store.Turn) bool) (turnBatch, error) {
+	var b turnBatch
+	err := in.st.SessionTurnsEach(ctx, session, after, n, func(t *store.Turn) error {
+		b.last, b.read = t.ID, b.read+1
+		if in.learnable(*t) && (keep == nil || keep(t)) {
+			b.turns = append(b.turns, toTurn(host, *t))
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("memory: read turns: %w", err)
+		return b, fmt.Errorf("memory: read turns: %w", err)
 	}
-	return turns, nil
+	return b, nil
 }
 
 // toTurn is what learning may read of a recorded turn: transcript.FromTurn's
 // user and assistant text (injected blocks stripped; system prompts and tool
-// output never included), redacted.
+// output never included), redacted. t.RequestJSON may be a view that ends
+// with the read (store.SessionTurnsEach): nothing taken from it is kept
+// without a copy.
 func toTurn(host string, t store.Turn) Turn {
 	ex := transcript.FromTurn(t)
 	// Capped first: a huge pasted message costs no more redaction than a long one.
@@ -338,8 +359,21 @@ func toTurn(host string, t store.Turn) Turn {
 	asst, _ := Redact(textclip.Prefix(ex.Assistant, maxTurnText))
 	return Turn{
 		Source: host + "/" + strconv.FormatInt(t.ID, 10), SessionID: t.SessionID, Scope: t.MemoryScope, Agent: t.Agent,
-		User: user, Assistant: asst, TurnID: t.ID, At: t.CreatedAt, Injected: injectedIDs(t.InjectedJSON),
+		User: detach(user, t.RequestJSON), Assistant: asst, TurnID: t.ID, At: t.CreatedAt, Injected: injectedIDs(t.InjectedJSON),
 	}
+}
+
+// detach copies s when it lies inside body (a substring of it), so that
+// keeping s does not keep body; other strings are returned as they are.
+func detach(s, body string) string {
+	if len(s) == 0 || len(body) == 0 {
+		return s
+	}
+	p, b := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(body)))
+	if p >= b && p < b+uintptr(len(body)) {
+		return strings.Clone(s)
+	}
+	return s
 }
 
 // injectedIDs decodes a recorded turn's injected ids (a JSON array of
@@ -402,26 +436,19 @@ func (in *Ingester) IngestSession(ctx context.Context, session string, final boo
 		if err != nil {
 			return total, err
 		}
-		turns, err := in.turnsAfter(qctx, session, cur.last, batchTurns)
+		read, err := in.readTurns(qctx, host, session, cur.last, batchTurns, nil)
 		if err != nil {
 			return total, err
 		}
-		if len(turns) == 0 {
+		if read.read == 0 {
 			break
 		}
-		last := turns[len(turns)-1].ID
-		b := Batch{SessionID: session}
-		for _, t := range turns {
-			if in.learnable(t) {
-				b.Turns = append(b.Turns, toTurn(host, t))
-			}
-		}
-		res, err := in.send(ctx, b, local, session, last, 0)
+		res, err := in.send(ctx, Batch{SessionID: session, Turns: read.turns}, local, session, read.last, 0)
 		if err != nil {
 			return total, err
 		}
 		total.add(res)
-		if len(turns) < batchTurns {
+		if read.read < batchTurns {
 			break
 		}
 	}
@@ -485,17 +512,13 @@ func (in *Ingester) summarize(ctx context.Context, session, host string, local b
 	if ok {
 		from = first - 1
 	}
-	turns, err := in.turnsAfter(ctx, session, from, 30)
+	read, err := in.readTurns(ctx, host, session, from, 30, func(t *store.Turn) bool { return t.ID <= cur.last })
 	if err != nil {
 		return IngestResult{}, err
 	}
-	b := Batch{SessionID: session, Final: true}
-	for _, t := range turns {
-		if t.ID <= cur.last && in.learnable(t) {
-			tt := toTurn(host, t)
-			tt.Source = "" // context only, not mined again
-			b.SummaryTurns = append(b.SummaryTurns, tt)
-		}
+	b := Batch{SessionID: session, Final: true, SummaryTurns: read.turns}
+	for i := range b.SummaryTurns {
+		b.SummaryTurns[i].Source = "" // context only, not mined again
 	}
 	if len(b.SummaryTurns) == 0 {
 		return in.send(ctx, Batch{SessionID: session}, local, session, cur.last, cur.last)

@@ -25,8 +25,18 @@ import (
 // The injection log is folded every injectFoldAt rows (~32 jobs at 512):
 // run enough jobs (-benchtime=320x) for pages/op to include its share;
 // BENCH_INJECT_FOLD_AT sets another bound.
-func BenchmarkIngestJob(b *testing.B) {
-	s := seeded(b, 10_000, "job")
+func BenchmarkIngestJob(b *testing.B) { benchIngestJob(b, 40, "job") }
+
+// BenchmarkIngestJobSpread is BenchmarkIngestJob with the three facts of
+// each turn drawn from the whole library (proxybench's questions find
+// facts all over it), so the injection log names ~10 times more units
+// and a fold rewrites as many more unit pages.
+func BenchmarkIngestJobSpread(b *testing.B) { benchIngestJob(b, 10_000, "jobspread") }
+
+// benchIngestJob runs ingest jobs whose turns inject three standing units
+// and three of the first facts units of the store (seeded under key).
+func benchIngestJob(b *testing.B, facts int, key string) {
+	s := seeded(b, 10_000, key)
 	if v, err := strconv.Atoi(os.Getenv("BENCH_INJECT_FOLD_AT")); err == nil && v > 0 {
 		s.injectFoldAt = v
 	}
@@ -34,8 +44,8 @@ func BenchmarkIngestJob(b *testing.B) {
 	in := NewIngester(st, s, IngesterOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	units, err := s.List(ctx, Filter{Limit: 40})
-	if err != nil || len(units) < 40 {
+	units, err := s.List(ctx, Filter{Limit: facts})
+	if err != nil || len(units) < facts {
 		b.Fatalf("%d units, %v", len(units), err)
 	}
 	sys := strings.Repeat("You are a coding agent working in the user's repository. Follow the workspace rules and keep answers short. ", 56)[:6000]
@@ -44,6 +54,23 @@ func BenchmarkIngestJob(b *testing.B) {
 	frames, cpu, spawned, looked := 0, int64(0), uint64(0), int64(0)
 	runtime.LockOSThread() // the SQLite driver runs on the caller's goroutine: this thread's CPU is the job's
 	defer runtime.UnlockOSThread()
+	// How long the job holds the writer (its batch's transaction, from the
+	// first statement to the commit's end), in time and this thread's CPU.
+	var held, heldCPU, heldMax, heldCPUMax time.Duration
+	var t0 time.Time
+	var c0 int64
+	testHookWriter = func(begun bool) {
+		c, _ := threadCPU()
+		if begun {
+			t0, c0 = time.Now(), c
+			return
+		}
+		d := time.Since(t0)
+		held, heldMax = held+d, max(heldMax, d)
+		heldCPU += time.Duration(c - c0)
+		heldCPUMax = max(heldCPUMax, time.Duration(c-c0))
+	}
+	defer func() { testHookWriter = nil }()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -56,7 +83,7 @@ func BenchmarkIngestJob(b *testing.B) {
 			for k := range 6 { // three standing rules in every turn, three facts of the question
 				u := units[k]
 				if k >= 3 {
-					u = units[3+c.r.Intn(37)]
+					u = units[3+c.r.Intn(facts-3)]
 				}
 				injected = append(injected, "memory:"+u.ID)
 			}
@@ -92,7 +119,11 @@ func BenchmarkIngestJob(b *testing.B) {
 	b.ReportMetric(float64(looked)/float64(b.N), "pages-read/op")
 	if _, ok := threadCPU(); ok {
 		b.ReportMetric(float64(cpu)/1e3/float64(b.N), "cpu-µs/op")
+		b.ReportMetric(float64(heldCPU.Microseconds())/float64(b.N), "held-cpu-µs/op")
+		b.ReportMetric(float64(heldCPUMax.Microseconds()), "held-cpu-max-µs")
 	}
+	b.ReportMetric(float64(held.Microseconds())/float64(b.N), "held-µs/op")
+	b.ReportMetric(float64(heldMax.Microseconds()), "held-max-µs")
 	if n, _ := in.Pending(ctx); n != 0 {
 		b.Fatalf("%d turns left pending", n)
 	}

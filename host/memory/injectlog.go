@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"runtime"
 	"slices"
@@ -18,10 +19,11 @@ import (
 // writes per job), the log's new rows on one or two.
 //
 // The log is folded into memory_units.injected_count and last_injected_at
-// by the ingest transaction that takes it to injectFoldAt rows, in one
-// UPDATE followed by the DELETE of every row it folded: the same
-// transaction, so a row is folded exactly once, and a crash anywhere
-// leaves either both or neither. Nothing else writes the two columns
+// by the ingest transactions from the one that takes it to injectFoldAt
+// rows until it is empty, each folding a bounded number of units (see
+// foldSome), in one UPDATE followed by the DELETE of every row it folded:
+// the same transaction, so a row is folded exactly once, and a crash
+// anywhere leaves either both or neither. Nothing else writes the two columns
 // after a unit's insert (reinforcing, editing and superseding a unit keep
 // its row id and leave them alone), so no rewrite loses or recounts
 // logged injections. A deleted unit takes its rows with it (a trigger on
@@ -76,10 +78,11 @@ func countInjected(ctx context.Context, tx *sqlconn.Tx, in injections, foldAt in
 		uids = append(uids, uid)
 	}
 	slices.Sort(uids) // reproducible
-	// The log's rows are numbered 1… from its last fold (a row id is the
-	// largest plus one, and a fold deletes every row), so the id of the
-	// last row written is how many it holds (at least: a forgotten unit's
-	// rows leave a gap), without a query.
+	// The log's rows are numbered 1… from the last time it was empty (a
+	// row id is the largest plus one), so the id of the last row written
+	// is at least how many it holds, without a query; while a partial fold
+	// (foldSome) leaves rows, it stays past the bound and every batch folds
+	// some more.
 	var last int64
 	for start := 0; start < len(uids); start += injectedRows[len(injectedRows)-1] {
 		runtime.Gosched() // background work (see Ingest)
@@ -110,7 +113,46 @@ func countInjected(ctx context.Context, tx *sqlconn.Tx, in injections, foldAt in
 	if last < int64(foldAt) {
 		return nil
 	}
-	return foldInjections(sctx, tx)
+	return foldSome(sctx, tx, max(foldUnits, 2*len(uids)))
+}
+
+// foldUnits is the fewest units a fold takes at once (see foldSome).
+const foldUnits = 64
+
+// foldSome folds the log's oldest rows, as many as name at most k units,
+// or the whole log when it names no more than k units.
+//
+// A fold rewrites one memory_units row, on a page of its own, per unit
+// it folds, and those pages go to the WAL at the commit: a whole log
+// whose injections came from all over a large library (proxybench's
+// questions) is hundreds of pages in one transaction, several ms holding
+// the writer and a P with no way to yield inside SQLite. Bounded to k
+// units, each fold is proportional to what the batch added (k is at least
+// twice the units it logged, so the log drains): the transactions after
+// the one that took the log to its bound fold the rest, oldest first (a
+// range of row ids: the log's first pages), until it is empty and its row
+// ids start from 1 again. Reads add the rows not folded yet, so what they
+// see does not depend on how much a fold takes.
+func foldSome(ctx context.Context, tx *sqlconn.Tx, k int) error {
+	// The first row of the (k+1)th unit to appear in the log: the rows
+	// before it name the first k units only.
+	var next sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT MIN(first) FROM (SELECT MIN(id) AS first FROM memory_injections GROUP BY unit ORDER BY first LIMIT 1 OFFSET ?)`, k).Scan(&next); err != nil {
+		return fmt.Errorf("memory: fold injections: %w", err)
+	}
+	if !next.Valid {
+		return foldInjections(ctx, tx)
+	}
+	upTo := next.Int64 - 1
+	if _, err := tx.ExecContext(ctx, `UPDATE OR FAIL memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
+FROM (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections WHERE id <= ? GROUP BY unit) AS p
+WHERE memory_units.id = p.unit`, upTo); err != nil {
+		return fmt.Errorf("memory: fold injections: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_injections WHERE id <= ?`, upTo); err != nil {
+		return fmt.Errorf("memory: fold injections: %w", err)
+	}
+	return nil
 }
 
 // injectedRows are the sizes countInjected's statements come in (padded

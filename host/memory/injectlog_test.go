@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -469,4 +470,128 @@ func pendingFor(t *testing.T, s *Store, uid string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestInjectionLogPartialFold: injections spread over more units than a
+// fold takes (foldUnits) fold a bounded number of units per batch, oldest
+// first, until the log is empty; the counts read the same after every
+// batch, and every injection is folded exactly once.
+func TestInjectionLogPartialFold(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t, Options{})
+	s.injectFoldAt = 100
+	const scope = "user:spread"
+	var seed []Unit
+	for i := range 3 * foldUnits {
+		seed = append(seed, Unit{Scope: scope, Type: Semantic, Content: fmt.Sprintf("Service number %d listens on port %d.", i, 9000+i), Origin: "test"})
+	}
+	if err := s.BulkInsert(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]injectCount{}
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	listCounts := func(b int) {
+		t.Helper()
+		listed, err := s.List(ctx, Filter{Scope: scope, Status: "all", Limit: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range listed {
+			w := want[u.ID]
+			if u.InjectedCount != w.n || w.n > 0 && (u.LastInjectedAt == nil || u.LastInjectedAt.Sub(w.last).Abs() > 50*time.Millisecond) {
+				t.Fatalf("batch %d: unit %q: %d injections, last %v; want %d, %v", b, u.Content, u.InjectedCount, u.LastInjectedAt, w.n, w.last)
+			}
+		}
+	}
+	var sizes []int
+	partial := 0
+	for b := range 40 {
+		var turns []Turn
+		for j := range 3 {
+			at := base.Add(time.Duration(b*3+j) * time.Second)
+			ids := []string{"memory:" + seed[0].ID} // one unit in every turn
+			for k := range 8 {
+				u := seed[(b*37+j*11+k*29)%len(seed)]
+				ids = append(ids, "memory:"+u.ID)
+			}
+			for _, id := range ids {
+				uid := id[len("memory:"):]
+				want[uid] = injectCount{want[uid].n + 1, at}
+			}
+			turns = append(turns, Turn{Source: fmt.Sprintf("spread/%d/%d", b, j), User: "ok", Injected: ids, At: at})
+		}
+		before, logged := logByUnit(t, s), map[int64]bool{}
+		if _, err := s.Ingest(ctx, Batch{SessionID: fmt.Sprint("s", b), Scope: scope, Turns: turns}); err != nil {
+			t.Fatal(err)
+		}
+		after := logByUnit(t, s)
+		for _, tr := range turns {
+			for _, id := range tr.Injected {
+				u, err := s.Get(ctx, id[len("memory:"):])
+				if err != nil {
+					t.Fatal(err)
+				}
+				logged[u.rowid] = true
+			}
+		}
+		folded := 0 // units whose rows the batch's fold took
+		for u := range before {
+			if !logged[u] && after[u] < before[u] {
+				folded++
+			}
+		}
+		for u := range logged { // one row per unit and batch
+			if after[u] < before[u]+1 {
+				folded++
+			}
+		}
+		if k := max(foldUnits, 2*len(logged)); folded > k {
+			t.Fatalf("batch %d folded %d units at once, more than %d", b, folded, k)
+		}
+		rows := 0
+		for _, n := range after {
+			rows += n
+		}
+		if rows > 0 && folded > 0 {
+			partial++
+		}
+		sizes = append(sizes, rows)
+		listCounts(b)
+	}
+	if partial == 0 {
+		t.Fatalf("no partial fold: the log's sizes were %v", sizes)
+	}
+	if slices.Max(sizes) > s.injectFoldAt+3*foldUnits {
+		t.Fatalf("the log grew to %d rows: %v", slices.Max(sizes), sizes)
+	}
+	fold(t, s)
+	if n := logRows(t, s); n != 0 {
+		t.Fatalf("%d rows after the fold", n)
+	}
+	listCounts(-1)
+	for _, u := range seed {
+		if n := foldedCount(t, s, u.ID); n != want[u.ID].n {
+			t.Errorf("unit %q: %d folded, want %d", u.Content, n, want[u.ID].n)
+		}
+	}
+}
+
+// logByUnit is how many rows the injection log holds per unit row id.
+func logByUnit(t *testing.T, s *Store) map[int64]int {
+	t.Helper()
+	rows, err := s.r.Query(`SELECT unit, COUNT(*) FROM memory_injections GROUP BY unit`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var u int64
+		var n int
+		if err := rows.Scan(&u, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[u] = n
+	}
+	return out
 }

@@ -115,18 +115,13 @@ func (in *Ingester) provisionalWith(ctx context.Context, session string, ex Extr
 		from = max(from, e.Through)
 	}
 	for range maxBatches {
-		turns, err := in.turnsAfter(ctx, session, from, batchTurns)
-		if err != nil || len(turns) == 0 {
+		read, err := in.readTurns(ctx, host, session, from, batchTurns, nil)
+		if err != nil || read.read == 0 {
 			return total, err
 		}
-		last := turns[len(turns)-1].ID
+		last := read.last
 		pass := &provisionalPass{extractor: ex}
-		b := Batch{SessionID: session, provisional: pass}
-		for _, t := range turns {
-			if in.learnable(t) {
-				b.Turns = append(b.Turns, toTurn(host, t))
-			}
-		}
+		b := Batch{SessionID: session, provisional: pass, Turns: read.turns}
 		start := from
 		b.after = func(ctx context.Context, tx *sqlconn.Tx) error {
 			c, err := readCursor(ctx, tx, session)
@@ -152,7 +147,7 @@ func (in *Ingester) provisionalWith(ctx context.Context, session string, ex Extr
 		}
 		total.add(res)
 		from = last
-		if len(turns) < batchTurns {
+		if read.read < batchTurns {
 			break
 		}
 	}

@@ -3,9 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 // TurnFilter selects the learnable turns a consumer (memory ingestion) may
@@ -109,6 +114,156 @@ func (s *SQLite) SessionTurnsAfter(ctx context.Context, session string, after in
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+// SessionTurnsEach implements TurnLog: SessionTurnsAfter's turns handed
+// to fn one at a time, as they are read, without copying request bodies.
+//
+// A recorded request body (14 KB in proxybench: the system prompt and the
+// injected block) was most of what ingestion allocated, only to be scanned
+// for the user's text and dropped. Here each row goes through the SQL
+// function turnViewFunc, whose arguments are views of SQLite's own memory
+// (the driver copies every TEXT column it returns): t.RequestJSON is such a
+// view, valid only until fn returns — fn must not keep it or anything
+// sliced from it (strings.Clone what it keeps) and must not use the store.
+// Every other field is the turn's own. An error from fn stops the read and
+// is returned.
+func (s *SQLite) SessionTurnsEach(ctx context.Context, session string, after int64, n int, fn func(t *Turn) error) error {
+	v := &turnView{fn: fn, last: after, limit: n}
+	h := turnViews.add(v)
+	defer turnViews.remove(h)
+	// The index turns_session(session_id, id) gives the order, so SQLite
+	// runs the function on each row it returns, in order, and on no other
+	// (turnViewFunc checks both).
+	rows, err := s.r.QueryContext(ctx, `SELECT metaclaw_turn_view(?, id, session_id, agent, turn_index, turn_type, status, request_json,
+    response_text, tool_calls, injected, memory_scope, created_at) FROM turns WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`, h, session, after, n)
+	if err == nil { // (the driver runs the first row's step in QueryContext)
+		for rows.Next() {
+		}
+		err = rows.Err()
+		rows.Close()
+	}
+	if v.err != nil {
+		err = v.err // fn's own, or a broken contract
+	}
+	if err != nil {
+		return fmt.Errorf("session turns %s: %w", session, err)
+	}
+	return nil
+}
+
+// turnView is one SessionTurnsEach call, as turnViewFunc finds it.
+type turnView struct {
+	fn    func(t *Turn) error
+	last  int64 // the id of the last row handed over
+	limit int   // rows still allowed
+	t     Turn  // reused: fn may not keep it
+	err   error
+}
+
+// turnViews are the SessionTurnsEach calls under way, by handle (the SQL
+// function's first argument).
+var turnViews = &viewRegistry{m: map[int64]*turnView{}}
+
+type viewRegistry struct {
+	mu   sync.Mutex
+	next int64
+	m    map[int64]*turnView
+}
+
+func (r *viewRegistry) add(v *turnView) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.next++
+	r.m[r.next] = v
+	return r.next
+}
+
+func (r *viewRegistry) remove(h int64) {
+	r.mu.Lock()
+	delete(r.m, h)
+	r.mu.Unlock()
+}
+
+func (r *viewRegistry) get(h int64) *turnView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[h]
+}
+
+func init() {
+	// VolatileArgs: the TEXT arguments are views of SQLite's memory, not
+	// copies (turnViewFunc copies all but the request body).
+	sqlite.MustRegisterFunction("metaclaw_turn_view", &sqlite.FunctionImpl{NArgs: 13, Scalar: turnViewFunc, VolatileArgs: true})
+}
+
+// errTurnView is what SQLite is told when a view stops; the cause is in
+// turnView.err.
+var errTurnView = errors.New("turn view stopped")
+
+// turnViewFunc is metaclaw_turn_view(handle, id, session_id, agent,
+// turn_index, turn_type, status, request_json, response_text, tool_calls,
+// injected, memory_scope, created_at): it hands the row to the handle's fn
+// and returns NULL.
+func turnViewFunc(_ *sqlite.FunctionContext, args []driver.Value) (_ driver.Value, err error) {
+	h, _ := args[0].(int64)
+	v := turnViews.get(h)
+	if v == nil {
+		return nil, fmt.Errorf("metaclaw_turn_view: no view %d", h)
+	}
+	if v.err != nil {
+		return nil, errTurnView
+	}
+	id, _ := args[1].(int64)
+	if id <= v.last || v.limit <= 0 {
+		// Not in order, or past the limit: the query plan is not the one
+		// SessionTurnsEach was written for.
+		v.err = fmt.Errorf("turn view: row %d after %d with %d left", id, v.last, v.limit)
+		return nil, errTurnView
+	}
+	v.last, v.limit = id, v.limit-1
+	t := &v.t
+	*t = Turn{
+		ID: id, SessionID: ownText(args[2]), Agent: ownText(args[3]), TurnIndex: int(argInt(args[4])), TurnType: ownText(args[5]),
+		Status: int(argInt(args[6])), RequestJSON: viewText(args[7]), ResponseText: ownText(args[8]), ToolCallsJSON: ownText(args[9]),
+		InjectedJSON: ownText(args[10]), MemoryScope: ownText(args[11]), CreatedAt: time.UnixMilli(argInt(args[12])),
+	}
+	defer func() {
+		t.RequestJSON = "" // the view ends with the call
+		if p := recover(); p != nil {
+			v.err = fmt.Errorf("turn view: panic: %v", p)
+			err = errTurnView
+		}
+	}()
+	if ferr := v.fn(t); ferr != nil {
+		v.err = ferr
+		return nil, errTurnView
+	}
+	return nil, nil
+}
+
+// viewText is a TEXT (or BLOB) argument as it is: a view.
+func viewText(a driver.Value) string {
+	switch x := a.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
+// ownText is a TEXT argument copied out of SQLite's memory.
+func ownText(a driver.Value) string { return strings.Clone(viewText(a)) }
+
+func argInt(a driver.Value) int64 {
+	switch x := a.(type) {
+	case int64:
+		return x
+	case float64:
+		return int64(x)
+	}
+	return 0
 }
 
 // SessionTurnBack implements TurnLog: the id of a session's turn that is

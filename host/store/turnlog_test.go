@@ -3,7 +3,12 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -126,5 +131,107 @@ func TestJobLookup(t *testing.T) {
 	}
 	if _, err := s.Job(ctx, id+1); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown job: %v", err)
+	}
+}
+
+// TestSessionTurnsEachMatchesAfter: SessionTurnsEach hands over the turns
+// SessionTurnsAfter returns, field for field, also bodies larger than a page
+// (read from overflow pages), in order, up to the limit; fn's error stops
+// the read and comes back.
+func TestSessionTurnsEachMatchesAfter(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	var turns []*Turn
+	for i := range 12 {
+		session := []string{"a", "b"}[i%2]
+		body := `{"messages":[{"role":"user","content":"` + strings.Repeat("x", i*3000) + `"}],"i":` + strconv.Itoa(i) + `}`
+		turns = append(turns, &Turn{SessionID: session, Agent: "agent" + session, MemoryScope: "user:" + session, TurnType: []string{"main", "side"}[i%3/2],
+			ClientAPI: "openai", UpstreamAPI: "openai", RequestJSON: body, ResponseText: "answer " + strconv.Itoa(i), Status: 200 + i%2,
+			ToolCallsJSON: `[{"id":"` + strconv.Itoa(i) + `"}]`, InjectedJSON: `["memory:m` + strconv.Itoa(i) + `"]`})
+	}
+	if err := s.RecordTurns(ctx, turns); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		session string
+		after   int64
+		n       int
+	}{{"a", 0, 100}, {"b", 0, 100}, {"a", 3, 2}, {"b", 4, 1}, {"a", 11, 5}, {"c", 0, 5}} {
+		want, err := s.SessionTurnsAfter(ctx, tc.session, tc.after, tc.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Turn
+		if err := s.SessionTurnsEach(ctx, tc.session, tc.after, tc.n, func(t *Turn) error {
+			c := *t
+			c.RequestJSON = strings.Clone(t.RequestJSON) // a view: kept only as a copy
+			got = append(got, c)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%+v: SessionTurnsEach gave %d turns, SessionTurnsAfter %d, or their fields differ", tc, len(got), len(want))
+		}
+	}
+	stop := errors.New("enough")
+	calls := 0
+	err := s.SessionTurnsEach(ctx, "a", 0, 100, func(*Turn) error {
+		calls++
+		if calls == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 2 {
+		t.Fatalf("fn's error: %v after %d calls", err, calls)
+	}
+	if err := s.SessionTurnsEach(ctx, "a", 0, 100, func(*Turn) error { panic("boom") }); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("a panicking fn: %v", err)
+	}
+	// Concurrent reads on the pool each see their own turns.
+	var wg sync.WaitGroup
+	for _, session := range []string{"a", "b", "a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if err := s.SessionTurnsEach(ctx, session, 0, 100, func(tr *Turn) error {
+					if tr.SessionID != session || !strings.HasPrefix(tr.RequestJSON, `{"messages"`) {
+						return fmt.Errorf("turn %d of %q in the read of %q", tr.ID, tr.SessionID, session)
+					}
+					return nil
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestSessionTurnsEachPlan: the view's order and limit rest on SQLite
+// walking turns_session in order (no sorter, which would run the function
+// on every row before sorting them).
+func TestSessionTurnsEachPlan(t *testing.T) {
+	s, _ := openTest(t)
+	rows, err := s.r.Query(`EXPLAIN QUERY PLAN SELECT metaclaw_turn_view(?, id, session_id, agent, turn_index, turn_type, status, request_json,
+    response_text, tool_calls, injected, memory_scope, created_at) FROM turns WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`, 1, "s", 0, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if len(plan) != 1 || !strings.Contains(plan[0], "turns_session") || strings.Contains(strings.Join(plan, ";"), "TEMP B-TREE") {
+		t.Fatalf("plan %q", plan)
 	}
 }
