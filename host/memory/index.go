@@ -443,6 +443,8 @@ type indexView struct {
 	matchedIDs []int64
 	scores     []float64
 	slab       viewSlab // the derived made of the index's records
+	slots      []int32  // the slots viewed
+	touched    int64    // what touchRecs read
 }
 
 // splitToken separates an index token into its visibility key and term.
@@ -492,7 +494,7 @@ func releaseSource(src source) {
 	clear(v.matched)
 	clear(v.matchedD)
 	v.slab.reset()
-	*v = indexView{slab: v.slab, extra: v.extra, df: v.df[:0], dfFlat: v.dfFlat[:0], visUnits: v.visUnits[:0], ids: v.ids[:0], matched: v.matched[:0], matchedD: v.matchedD[:0], matchedIDs: v.matchedIDs[:0], scores: v.scores[:0]}
+	*v = indexView{slab: v.slab, extra: v.extra, df: v.df[:0], dfFlat: v.dfFlat[:0], visUnits: v.visUnits[:0], ids: v.ids[:0], matched: v.matched[:0], matchedD: v.matchedD[:0], matchedIDs: v.matchedIDs[:0], scores: v.scores[:0], slots: v.slots[:0]}
 	views.Put(v)
 }
 

@@ -428,6 +428,12 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 	ids := slices.Grow(v.matchedIDs[:0], len(top))[:len(top)]
 	scores := slices.Grow(v.scores[:0], len(top))[:len(top)]
 	v.matched, v.matchedD, v.matchedIDs, v.scores = units, ds, ids, scores
+	slots := v.slots[:0]
+	for _, x := range top {
+		slots = append(slots, x.slot)
+	}
+	v.slots = slots
+	v.touched = ix.touchRecs(slots)
 	for i, x := range top {
 		// No unit: the index keeps none (matchedDerived stands for it).
 		d := v.slab.next()
@@ -454,13 +460,18 @@ func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
 // derivedRows gives the derived data of the rows it holds among ids (in
 // the slices of match's answer: valid until the next match or release).
 func (v *indexView) derivedRows(ids []int64) ([]*derived, []int64) {
-	ds, found := v.matchedD[:0], v.matchedIDs[:0]
+	ds, found, slots := v.matchedD[:0], v.matchedIDs[:0], v.slots[:0]
 	for _, id := range ids {
 		if slot, ok := v.ix.slotOf[id]; ok {
-			d := v.slab.next()
-			v.ix.view(v.ix.drv.get(slot), d)
-			ds, found = append(ds, d), append(found, id)
+			found, slots = append(found, id), append(slots, slot)
 		}
+	}
+	v.slots = slots
+	v.touched = v.ix.touchRecs(slots)
+	for _, slot := range slots {
+		d := v.slab.next()
+		v.ix.view(v.ix.drv.get(slot), d)
+		ds = append(ds, d)
 	}
 	v.matchedD, v.matchedIDs = ds, found
 	return ds, found

@@ -35,6 +35,7 @@ type visStanding struct {
 	sumTop   []int32 // the slots of the newest two summaries
 	sumOK    bool
 	p        *visPool // built from ranked and sumTop; nil after a change
+	touched  int64    // what touchRecs read
 }
 
 type rankedUnit struct {
@@ -205,6 +206,11 @@ func (v *indexView) pool(_ context.Context, vis string) (*visPool, error) {
 		n := min(len(vs.ranked), standingPool)
 		p := &visPool{standing: make([]*Unit, n), derived: make([]*derived, n), rowids: make([]int64, n),
 			summary: make([]*Unit, len(vs.sumTop)), sumDerived: make([]*derived, len(vs.sumTop)), sumRowids: make([]int64, len(vs.sumTop))}
+		slots := make([]int32, 0, n+len(vs.sumTop))
+		for _, x := range vs.ranked[:n] {
+			slots = append(slots, x.slot)
+		}
+		vs.touched = ix.touchRecs(append(slots, vs.sumTop...))
 		views := make([]derived, n+len(vs.sumTop))
 		for i := range p.standing {
 			x := vs.ranked[i]
