@@ -36,6 +36,18 @@ type visStanding struct {
 	sumOK    bool
 	p        *visPool // built from ranked and sumTop; nil after a change
 	touched  int64    // what touchRecs read
+
+	// The derived the pools were built from, by slot, kept from one pool to
+	// the next (a record does not change while its slot holds it: a write
+	// removes and adds): a write rebuilds the pool without viewing again
+	// the units it had. Those the latest pool does not hold are dropped.
+	views   map[int32]*poolView
+	viewGen uint32
+}
+
+type poolView struct {
+	d   derived
+	gen uint32 // the pool that last used it
 }
 
 type rankedUnit struct {
@@ -83,6 +95,7 @@ func (ix *memIndex) standingRemove(slot int32, r *drec) {
 	rowid := r.w.rowid
 	ix.poolMu.Lock()
 	defer ix.poolMu.Unlock()
+	delete(vs.views, slot)
 	if _, ok := vs.sums[rowid]; ok {
 		delete(vs.sums, rowid)
 		vs.sumOK, vs.p = false, nil
@@ -206,23 +219,48 @@ func (v *indexView) pool(_ context.Context, vis string) (*visPool, error) {
 		n := min(len(vs.ranked), standingPool)
 		p := &visPool{standing: make([]*Unit, n), derived: make([]*derived, n), rowids: make([]int64, n),
 			summary: make([]*Unit, len(vs.sumTop)), sumDerived: make([]*derived, len(vs.sumTop)), sumRowids: make([]int64, len(vs.sumTop))}
-		slots := make([]int32, 0, n+len(vs.sumTop))
+		vs.viewGen++
+		var fresh []int32 // the slots to view: touched first (touchRecs)
 		for _, x := range vs.ranked[:n] {
-			slots = append(slots, x.slot)
+			if vs.views[x.slot] == nil {
+				fresh = append(fresh, x.slot)
+			}
 		}
-		vs.touched = ix.touchRecs(append(slots, vs.sumTop...))
-		views := make([]derived, n+len(vs.sumTop))
+		for _, slot := range vs.sumTop {
+			if vs.views[slot] == nil {
+				fresh = append(fresh, slot)
+			}
+		}
+		vs.touched = ix.touchRecs(fresh)
 		for i := range p.standing {
 			x := vs.ranked[i]
-			ix.view(ix.drv.get(x.slot), &views[i])
-			p.derived[i], p.rowids[i] = &views[i], x.rowid
+			p.derived[i], p.rowids[i] = vs.view(ix, x.slot), x.rowid
 		}
 		for i, slot := range vs.sumTop {
-			d := &views[n+i]
-			ix.view(ix.drv.get(slot), d)
-			p.sumDerived[i], p.sumRowids[i] = d, ix.rows[slot].rowid
+			p.sumDerived[i], p.sumRowids[i] = vs.view(ix, slot), ix.rows[slot].rowid
+		}
+		for slot, pv := range vs.views {
+			if pv.gen != vs.viewGen {
+				delete(vs.views, slot)
+			}
 		}
 		vs.p = p
 	}
 	return vs.p, nil
+}
+
+// view returns the derived of a slot the pool holds, made once while the
+// slot holds its unit (under poolMu).
+func (vs *visStanding) view(ix *memIndex, slot int32) *derived {
+	pv := vs.views[slot]
+	if pv == nil {
+		if vs.views == nil {
+			vs.views = map[int32]*poolView{}
+		}
+		pv = new(poolView)
+		ix.view(ix.drv.get(slot), &pv.d)
+		vs.views[slot] = pv
+	}
+	pv.gen = vs.viewGen
+	return &pv.d
 }
