@@ -18,6 +18,8 @@ import (
 //
 //	go test -run '^$' -bench IndexGCFootprint -benchtime 20x ./host/memory/
 //
+// (10k and 100k units.)
+//
 // index-scan-B (the scannable heap the index adds, runtime/metrics
 // /gc/scan/heap:bytes), index-objects and index-live-B are deterministic for
 // one seed; gc-µs/op and gc-cpu-µs/op are one forced collection with the
@@ -45,8 +47,11 @@ func forcedGCs(n int) (time.Duration, float64) {
 	return wall, gcCPU() - cpu0
 }
 
-func BenchmarkIndexGCFootprint10k(b *testing.B) {
-	s := seededAgent(b, 10_000)
+func BenchmarkIndexGCFootprint10k(b *testing.B)  { benchGCFootprint(b, 10_000) }
+func BenchmarkIndexGCFootprint100k(b *testing.B) { benchGCFootprint(b, 100_000) }
+
+func benchGCFootprint(b *testing.B, n int) {
+	s := seededAgent(b, n)
 	with := heapstat.Now()
 	s.StopIndex()
 	without := heapstat.Now()

@@ -54,7 +54,8 @@ type memIndex struct {
 	dict   termDict
 	visIDs map[string]int32 // visibility key → id (of the posting keys)
 	rows   []indexRow       // by slot
-	drv    chunked[derived] // by slot: each row's derived data
+	drv    chunked[drec]    // by slot: each row's derived record (no pointers)
+	names  names            // the visibilities and types the records name
 	free   []int32          // free slots
 
 	slotOf map[int64]int32    // row id → slot
@@ -70,10 +71,14 @@ type memIndex struct {
 	ints     arena[int32]  // derived's term ids
 	keyArena arena[uint64] // the rows' posting keys
 
-	tfScratch  map[uint64]int32  // add's term counts (under the write lock)
-	strs       map[string]string // share's strings
-	keyScratch []uint64          // add's posting keys (under the write lock)
-	encScratch []byte            // add's unit encoding (under the write lock)
+	// add's scratch (under the write lock): term counts, posting keys, the
+	// unit's encoding, its derived data and term ids before they are
+	// copied into the arenas.
+	tfScratch  map[uint64]int32
+	keyScratch []uint64
+	encScratch []byte
+	drvScratch derived
+	intScratch []int32
 	scratch    scratchStack
 
 	poolMu sync.Mutex // guards the cached rankings in standing (readers rank under the read lock)
@@ -84,7 +89,7 @@ func newMemIndex(withVecs bool) *memIndex {
 	ix := &memIndex{
 		dict: newTermDict(), visIDs: map[string]int32{}, slotOf: map[int64]int32{}, post: map[uint64][]ipost{}, visN: map[string]int{},
 		byVis: map[string]map[int64]struct{}{}, vecs: map[int64][]float32{}, withV: withVecs,
-		tfScratch: map[uint64]int32{}, stand: map[string]*visStanding{}, strs: map[string]string{},
+		tfScratch: map[uint64]int32{}, stand: map[string]*visStanding{},
 	}
 	ix.dict.text = &ix.text
 	return ix
@@ -437,6 +442,9 @@ type indexView struct {
 	matchedD   []*derived
 	matchedIDs []int64
 	scores     []float64
+	slab       viewSlab // the derived made of the index's records
+	slots      []int32  // the slots viewed
+	touched    int64    // what touchRecs read
 }
 
 // splitToken separates an index token into its visibility key and term.
@@ -485,7 +493,8 @@ func releaseSource(src source) {
 	clear(v.extra)
 	clear(v.matched)
 	clear(v.matchedD)
-	*v = indexView{extra: v.extra, df: v.df[:0], dfFlat: v.dfFlat[:0], visUnits: v.visUnits[:0], ids: v.ids[:0], matched: v.matched[:0], matchedD: v.matchedD[:0], matchedIDs: v.matchedIDs[:0], scores: v.scores[:0]}
+	v.slab.reset()
+	*v = indexView{slab: v.slab, extra: v.extra, df: v.df[:0], dfFlat: v.dfFlat[:0], visUnits: v.visUnits[:0], ids: v.ids[:0], matched: v.matched[:0], matchedD: v.matchedD[:0], matchedIDs: v.matchedIDs[:0], scores: v.scores[:0], slots: v.slots[:0]}
 	views.Put(v)
 }
 

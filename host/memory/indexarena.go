@@ -11,11 +11,10 @@ import (
 // cycle marks the live heap, and its work is the pointers it follows, not
 // the bytes held. So the index keeps no Unit: each unit is encoded into a
 // byte arena (decoded only when a caller asks for the unit itself), its
-// derived data sits in chunks of a few hundred (no object per unit), and the
-// text and term ids derived holds are views into arenas of large chunks.
-// The row table and the arenas' chunks hold no pointers (the collector
-// skips them); a chunk of derived holds a few per unit, all into a handful
-// of arena chunks and shared strings.
+// derived record sits in chunks of a few hundred (no object per unit), and
+// the text and term ids the record names are offsets into arenas of large
+// chunks (indexrec.go). The row table, the derived records and the arenas'
+// chunks hold no pointers: the collector skips them.
 //
 // An arena chunk is written once, at its end, and never changed after: a
 // string or slice handed out (into a Hit, say) stays valid for as long as it

@@ -74,7 +74,7 @@ type ipost struct {
 }
 
 // indexRow is one indexed unit (no pointers: the row table is not
-// scanned). Its derived data is the index's drv at the same slot.
+// scanned). Its derived record is the index's drv at the same slot.
 type indexRow struct {
 	rowid int64
 	unit  aref  // its encoding, in the index's units arena
@@ -108,13 +108,14 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 		ix.rows = append(ix.rows, indexRow{})
 	}
 	r := &ix.rows[slot]
-	ix.share(u)
 	ix.encScratch = encodeUnit(ix.encScratch[:0], u)
 	enc, uref := ix.units.alloc(len(ix.encScratch))
 	copy(enc, ix.encScratch)
 	r.rowid, r.unit, r.nToks, r.used = u.rowid, uref, int32(len(toks)), true
-	d := ix.drv.at(slot)
-	fillDerived(d, u, ix.dict.intern, ix.intSlab, ix.keepStr)
+	d := &ix.drvScratch
+	fillDerived(d, u, ix.dict.intern, ix.scratchInts)
+	rec := ix.putDerived(slot, d)
+	*d = derived{}
 	dl := int32(len(toks) + 1) // + the visibility column's token
 	tf := ix.tfScratch
 	clear(tf)
@@ -144,40 +145,15 @@ func (ix *memIndex) add(u *Unit, toks []string) {
 		ix.byVis[u.vis] = m
 	}
 	m[u.rowid] = struct{}{}
-	ix.standingAdd(slot, d)
+	ix.standingAdd(slot, rec)
 }
 
-// intSlab is derived's room for term ids, in the index's arena.
-func (ix *memIndex) intSlab(n int) []int32 {
-	s, _ := ix.ints.alloc(n)
-	return s
+// scratchInts is room for derived's term ids while a unit is added (they
+// are then copied into the arena).
+func (ix *memIndex) scratchInts(n int) []int32 {
+	ix.intScratch = slices.Grow(ix.intScratch[:0], n)[:n]
+	return ix.intScratch
 }
-
-// keepStr copies a string derived holds into the index's text arena.
-func (ix *memIndex) keepStr(s string) string { return arenaStr(&ix.text, s) }
-
-// share makes u's short, repeated strings (visibility, type) the index's
-// one copy of each, before derived takes them: one object for each, not one
-// per unit.
-func (ix *memIndex) share(u *Unit) {
-	in := func(s string) string {
-		if s == "" {
-			return s
-		}
-		if x, ok := ix.strs[s]; ok {
-			return x
-		}
-		if len(ix.strs) < maxSharedStrings {
-			ix.strs[s] = s
-		}
-		return s
-	}
-	u.vis = in(u.vis)
-	u.Type = Type(in(string(u.Type)))
-}
-
-// maxSharedStrings bounds the strings share keeps (scopes and agents are few).
-const maxSharedStrings = 4096
 
 // remove takes a row out of the index (no-op when absent).
 func (ix *memIndex) remove(rowid int64) {
@@ -186,8 +162,8 @@ func (ix *memIndex) remove(rowid int64) {
 		return
 	}
 	r := &ix.rows[slot]
-	d := ix.drv.get(slot)
-	ix.standingRemove(slot, d)
+	rec := ix.drv.get(slot)
+	ix.standingRemove(slot, rec)
 	// The dictionary's holds of this row (what add interned): each
 	// token's term (tf times per posting list), derive's terms and entities.
 	keys := ix.keyArena.at(r.keys)
@@ -210,17 +186,18 @@ func (ix *memIndex) remove(rowid int64) {
 			ix.dict.release(int32(uint32(key)))
 		}
 	}
-	for _, id := range d.ids {
+	ints := ix.ints.at(rec.ints)
+	for _, id := range ints[:rec.nIDs] {
 		ix.dict.release(id)
 	}
-	for _, id := range d.ents {
+	for _, id := range ints[2*rec.nIDs:] {
 		if id != entEnd {
 			ix.dict.release(id)
 		}
 	}
 	ix.nRows--
 	ix.nTok -= int64(r.nToks) + 1
-	vis := d.w.vis
+	vis := ix.visOf(rec)
 	if k := visKey(vis); ix.visN[k] <= 1 {
 		delete(ix.visN, k)
 	} else {
@@ -231,9 +208,9 @@ func (ix *memIndex) remove(rowid int64) {
 	delete(ix.vecs, rowid)
 	ix.keyArena.drop(len(keys))
 	ix.units.drop(int(r.unit.n))
-	ix.ints.drop(len(d.ids) + len(d.sorted) + len(d.ents))
-	ix.text.drop(len(d.line) + len(d.id) + len(d.w.slot))
-	*d = derived{}
+	ix.ints.drop(int(rec.ints.n))
+	ix.text.drop(int(rec.text.n))
+	*rec = drec{}
 	*r = indexRow{}
 	ix.free = append(ix.free, slot)
 }
@@ -244,10 +221,9 @@ func (ix *memIndex) wasteful() bool {
 	return ix.units.wasteful() || ix.text.wasteful() || ix.ints.wasteful() || ix.keyArena.wasteful()
 }
 
-// unitAt decodes the unit of a used slot (with its derived data).
+// unitAt decodes the unit of a used slot.
 func (ix *memIndex) unitAt(slot int32) *Unit {
 	u := decodeUnit(ix.units.at(ix.rows[slot].unit))
-	u.d = ix.drv.get(slot)
 	return &u
 }
 
@@ -452,9 +428,17 @@ func (v *indexView) match(_ context.Context, keys []visTerm, limit int) ([]*Unit
 	ids := slices.Grow(v.matchedIDs[:0], len(top))[:len(top)]
 	scores := slices.Grow(v.scores[:0], len(top))[:len(top)]
 	v.matched, v.matchedD, v.matchedIDs, v.scores = units, ds, ids, scores
+	slots := v.slots[:0]
+	for _, x := range top {
+		slots = append(slots, x.slot)
+	}
+	v.slots = slots
+	v.touched = ix.touchRecs(slots)
 	for i, x := range top {
 		// No unit: the index keeps none (matchedDerived stands for it).
-		units[i], ds[i], ids[i], scores[i] = nil, ix.drv.get(x.slot), ix.rows[x.slot].rowid, x.r
+		d := v.slab.next()
+		ix.view(ix.drv.get(x.slot), d)
+		units[i], ds[i], ids[i], scores[i] = nil, d, ix.rows[x.slot].rowid, x.r
 	}
 	return units, scores, nil
 }
@@ -476,23 +460,26 @@ func (v *indexView) units(_ context.Context, ids []int64) ([]*Unit, error) {
 // derivedRows gives the derived data of the rows it holds among ids (in
 // the slices of match's answer: valid until the next match or release).
 func (v *indexView) derivedRows(ids []int64) ([]*derived, []int64) {
-	ds, found := v.matchedD[:0], v.matchedIDs[:0]
+	ds, found, slots := v.matchedD[:0], v.matchedIDs[:0], v.slots[:0]
 	for _, id := range ids {
 		if slot, ok := v.ix.slotOf[id]; ok {
-			ds, found = append(ds, v.ix.drv.get(slot)), append(found, id)
+			found, slots = append(found, id), append(slots, slot)
 		}
+	}
+	v.slots = slots
+	v.touched = v.ix.touchRecs(slots)
+	for _, slot := range slots {
+		d := v.slab.next()
+		v.ix.view(v.ix.drv.get(slot), d)
+		ds = append(ds, d)
 	}
 	v.matchedD, v.matchedIDs = ds, found
 	return ds, found
 }
 
-// derived is the index's own for its units (set when added: no lookup).
-func (v *indexView) derived(u *Unit) *derived {
-	if u.d != nil {
-		return u.d
-	}
-	return deriveUnit(u, v.termID)
-}
+// derived derives a unit the index did not give (the index's own come
+// with their derived data: match, pool, derivedRows).
+func (v *indexView) derived(u *Unit) *derived { return deriveUnit(u, v.termID) }
 
 // termStr is the term of an id of the dictionary or of this query.
 func (v *indexView) termStr(id int32) string {

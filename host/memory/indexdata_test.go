@@ -297,6 +297,15 @@ func TestStandingPoolIncremental(t *testing.T) {
 						t.Fatalf("op %d vis %s:\nstanding %v\nwant     %s\nsummary %v\nwant    %s", op, vis[:6],
 							got.rowids, ids(want), got.sumRowids, ids(sums))
 					}
+					// The derived the pool gives (kept from pool to pool while
+					// their slots hold the same units) are the units' own.
+					rowids := append(slices.Clone(got.rowids), got.sumRowids...)
+					for i, d := range append(slices.Clone(got.derived), got.sumDerived...) {
+						ref := deriveUnit(live[rowids[i]], func(t string) int32 { id, _ := ix.dict.lookup(t); return id })
+						if !sameDerived(d, ref) {
+							t.Fatalf("op %d vis %s: row %d derived:\ngot  %#v\nwant %#v", op, vis[:6], rowids[i], *d, *ref)
+						}
+					}
 				}
 			}
 		})

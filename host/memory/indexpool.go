@@ -35,6 +35,19 @@ type visStanding struct {
 	sumTop   []int32 // the slots of the newest two summaries
 	sumOK    bool
 	p        *visPool // built from ranked and sumTop; nil after a change
+	touched  int64    // what touchRecs read
+
+	// The derived the pools were built from, by slot, kept from one pool to
+	// the next (a record does not change while its slot holds it: a write
+	// removes and adds): a write rebuilds the pool without viewing again
+	// the units it had. Those the latest pool does not hold are dropped.
+	views   map[int32]*poolView
+	viewGen uint32
+}
+
+type poolView struct {
+	d   derived
+	gen uint32 // the pool that last used it
 }
 
 type rankedUnit struct {
@@ -47,15 +60,16 @@ var emptyPool = &visPool{}
 
 // standingAdd notes a unit just added to the index at slot (under its
 // write lock).
-func (ix *memIndex) standingAdd(slot int32, d *derived) {
-	w := &d.w
+func (ix *memIndex) standingAdd(slot int32, r *drec) {
+	w := &r.w
 	if !w.active || !w.standing && !w.summary {
 		return
 	}
-	vs := ix.stand[w.vis]
+	vis := ix.visOf(r)
+	vs := ix.stand[vis]
 	if vs == nil {
 		vs = &visStanding{cands: map[int64]int32{}, sums: map[int64]int32{}}
-		ix.stand[w.vis] = vs
+		ix.stand[vis] = vs
 	}
 	ix.poolMu.Lock()
 	defer ix.poolMu.Unlock()
@@ -67,20 +81,21 @@ func (ix *memIndex) standingAdd(slot int32, d *derived) {
 	}
 	vs.cands[w.rowid] = slot
 	if vs.valid {
-		vs.insert(slot, d)
+		vs.insert(slot, w)
 	}
 }
 
 // standingRemove notes a unit about to be removed from the index (under
 // its write lock).
-func (ix *memIndex) standingRemove(slot int32, d *derived) {
-	vs := ix.stand[d.w.vis]
+func (ix *memIndex) standingRemove(slot int32, r *drec) {
+	vs := ix.stand[ix.visOf(r)]
 	if vs == nil {
 		return
 	}
-	rowid := d.w.rowid
+	rowid := r.w.rowid
 	ix.poolMu.Lock()
 	defer ix.poolMu.Unlock()
+	delete(vs.views, slot)
 	if _, ok := vs.sums[rowid]; ok {
 		delete(vs.sums, rowid)
 		vs.sumOK, vs.p = false, nil
@@ -105,12 +120,11 @@ func (ix *memIndex) standingRemove(slot int32, d *derived) {
 }
 
 // insert puts a new standing unit into the ranking, scored at its instant.
-func (vs *visStanding) insert(slot int32, d *derived) {
-	w := &d.w
-	if w.hasExpiry && !w.expires.After(vs.at) {
+func (vs *visStanding) insert(slot int32, w *unitWeights) {
+	if w.hasExpiry && !w.expires.time().After(vs.at) {
 		return
 	}
-	x := rankedUnit{slot, w.rowid, standingAt(d, vs.at)}
+	x := rankedUnit{slot, w.rowid, standingAt(w, vs.at)}
 	n := len(vs.ranked)
 	if !vs.complete && (n == 0 || !better(x.s, vs.ranked[n-1].s, x.rowid, vs.ranked[n-1].rowid)) {
 		return // below what the ranking holds: it stays a true prefix
@@ -129,12 +143,12 @@ func (vs *visStanding) rank(ix *memIndex, now time.Time) {
 	top := make([]rankedUnit, 0, min(len(vs.cands), poolDepth)+1)
 	n := 0
 	for rowid, slot := range vs.cands {
-		d := ix.drv.get(slot)
-		if d.w.hasExpiry && !d.w.expires.After(now) {
+		w := &ix.drv.get(slot).w
+		if w.hasExpiry && !w.expires.time().After(now) {
 			continue
 		}
 		n++
-		x := rankedUnit{slot, rowid, standingAt(d, now)}
+		x := rankedUnit{slot, rowid, standingAt(w, now)}
 		if len(top) == poolDepth && !better(x.s, top[poolDepth-1].s, rowid, top[poolDepth-1].rowid) {
 			continue
 		}
@@ -151,8 +165,7 @@ func (vs *visStanding) rank(ix *memIndex, now time.Time) {
 }
 
 // standingAt is standingScore from the weights the index derived.
-func standingAt(d *derived, now time.Time) float64 {
-	w := &d.w
+func standingAt(w *unitWeights, now time.Time) float64 {
 	age := w.ageDays(now)
 	return w.standingScore(age, w.importance(age))
 }
@@ -162,8 +175,8 @@ func standingAt(d *derived, now time.Time) float64 {
 func newestSummaries(ix *memIndex, sums map[int64]int32) []int32 {
 	newer := func(a, b int32) bool {
 		da, db := ix.drv.get(a), ix.drv.get(b)
-		if !da.said.Equal(db.said) {
-			return da.said.After(db.said)
+		if da.said != db.said {
+			return da.said.after(db.said)
 		}
 		return da.w.rowid > db.w.rowid
 	}
@@ -185,7 +198,8 @@ func newestSummaries(ix *memIndex, sums map[int64]int32) []int32 {
 }
 
 // pool gives the standing units and summaries by their derived data and
-// row ids (their units nil: the index keeps none).
+// row ids (their units nil: the index keeps none). The derived are made
+// once per ranking and kept with it (a few dozen per visibility).
 func (v *indexView) pool(_ context.Context, vis string) (*visPool, error) {
 	ix := v.ix
 	vs := ix.stand[vis]
@@ -205,14 +219,48 @@ func (v *indexView) pool(_ context.Context, vis string) (*visPool, error) {
 		n := min(len(vs.ranked), standingPool)
 		p := &visPool{standing: make([]*Unit, n), derived: make([]*derived, n), rowids: make([]int64, n),
 			summary: make([]*Unit, len(vs.sumTop)), sumDerived: make([]*derived, len(vs.sumTop)), sumRowids: make([]int64, len(vs.sumTop))}
+		vs.viewGen++
+		var fresh []int32 // the slots to view: touched first (touchRecs)
+		for _, x := range vs.ranked[:n] {
+			if vs.views[x.slot] == nil {
+				fresh = append(fresh, x.slot)
+			}
+		}
+		for _, slot := range vs.sumTop {
+			if vs.views[slot] == nil {
+				fresh = append(fresh, slot)
+			}
+		}
+		vs.touched = ix.touchRecs(fresh)
 		for i := range p.standing {
 			x := vs.ranked[i]
-			p.derived[i], p.rowids[i] = ix.drv.get(x.slot), x.rowid
+			p.derived[i], p.rowids[i] = vs.view(ix, x.slot), x.rowid
 		}
 		for i, slot := range vs.sumTop {
-			p.sumDerived[i], p.sumRowids[i] = ix.drv.get(slot), ix.rows[slot].rowid
+			p.sumDerived[i], p.sumRowids[i] = vs.view(ix, slot), ix.rows[slot].rowid
+		}
+		for slot, pv := range vs.views {
+			if pv.gen != vs.viewGen {
+				delete(vs.views, slot)
+			}
 		}
 		vs.p = p
 	}
 	return vs.p, nil
+}
+
+// view returns the derived of a slot the pool holds, made once while the
+// slot holds its unit (under poolMu).
+func (vs *visStanding) view(ix *memIndex, slot int32) *derived {
+	pv := vs.views[slot]
+	if pv == nil {
+		if vs.views == nil {
+			vs.views = map[int32]*poolView{}
+		}
+		pv = new(poolView)
+		ix.view(ix.drv.get(slot), &pv.d)
+		vs.views[slot] = pv
+	}
+	pv.gen = vs.viewGen
+	return &pv.d
 }

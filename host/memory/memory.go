@@ -112,8 +112,7 @@ type Unit struct {
 	rowid  int64
 	vis    string
 	tokens int
-	msg    string   // while ingesting: the message it came from
-	d      *derived // when in the in-memory index: what ranking reads of it
+	msg    string // while ingesting: the message it came from
 }
 
 // ErrNotFound is returned for an unknown memory id.

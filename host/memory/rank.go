@@ -59,7 +59,9 @@ func (k visTerm) token() string { return visKey(k.vis) + k.term }
 // id: the index's dictionary, or the SQL source's own for one query (the
 // source gives a term's string back: termStr). It also holds, side by side,
 // what ranking reads of the unit (weights), so scoring a candidate reads
-// one object and not the unit's scattered fields.
+// one object and not the unit's scattered fields. The index keeps its
+// records without pointers (drec) and hands out a derived made from one
+// (its slices and strings views of the index's arenas).
 type derived struct {
 	w      unitWeights // first: what the first tests of a candidate read share its cache lines
 	ids    []int32     // the distinct index terms' ids, in index order
@@ -71,6 +73,9 @@ type derived struct {
 	sigN   int       // bits set in sig
 	id     string    // the unit's public id
 	said   time.Time // in UTC (rendering reads its instant only)
+	vis    string
+	typ    Type
+	slot   string // the subject, when it names a slot of its own (slotted)
 }
 
 // entEnd ends an entity's term ids in derived.ents.
@@ -78,14 +83,13 @@ const entEnd = math.MinInt32
 
 func deriveUnit(u *Unit, id func(string) int32) *derived {
 	d := new(derived)
-	fillDerived(d, u, id, func(n int) []int32 { return make([]int32, n) }, nil)
+	fillDerived(d, u, id, func(n int) []int32 { return make([]int32, n) })
 	return d
 }
 
 // fillDerived derives u into d: ids gives a term's id, slab the room for
-// the term ids, and keep (when not nil) the copy of a string d holds (the
-// index's arena).
-func fillDerived(d *derived, u *Unit, id func(string) int32, slab func(int) []int32, keep func(string) string) {
+// the term ids (ids, sorted and ents, in that order).
+func fillDerived(d *derived, u *Unit, id func(string) int32, slab func(int) []int32) {
 	terms := distinct(indexTerms(u))
 	n := len(terms)
 	var ets [][]string
@@ -97,9 +101,9 @@ func fillDerived(d *derived, u *Unit, id func(string) int32, slab func(int) []in
 	}
 	ints := slab(2*n + ne) // one allocation for the three lists
 	*d = derived{ids: ints[:n:n], sorted: ints[n : 2*n : 2*n], ents: ints[2*n:], nEnts: len(u.Entities), line: renderLine(u), w: weightsOf(u),
-		id: u.ID, said: u.SaidAt.UTC()}
-	if keep != nil {
-		d.line, d.id, d.w.slot = keep(d.line), keep(d.id), keep(d.w.slot)
+		id: u.ID, said: u.SaidAt.UTC(), vis: u.vis, typ: u.Type}
+	if slotted(u.Subject) {
+		d.slot = u.Subject
 	}
 	for i, t := range terms {
 		d.ids[i] = id(t)
@@ -121,34 +125,45 @@ func fillDerived(d *derived, u *Unit, id func(string) int32, slab func(int) []in
 	}
 }
 
-// unitWeights is what scoring reads of a unit, computed from it once.
+// unitWeights is what scoring reads of a unit, computed from it once. It
+// holds no pointer: the index keeps it as it is, in records the garbage
+// collector does not scan.
 type unitWeights struct {
 	rowid     int64
 	hasExpiry bool
 	active    bool
-	standing  bool // standingKind
-	summary   bool // a session summary
-	vis       string
-	lastSeen  time.Time // in UTC (no zone pointer for the collector to follow)
-	expires   time.Time // when hasExpiry; in UTC
-	impR      float64   // importance reinforced by repetition, at most 1
-	hl        float64   // importance's half-life, days
-	floor     float64   // the share of importance that never fades
-	ment      float64   // the standing score's mentions term
-	boost     float64   // the fact score's type and confidence factor
+	standing  bool    // standingKind
+	summary   bool    // a session summary
+	lastSeen  instant // in UTC
+	expires   instant // when hasExpiry
+	impR      float64 // importance reinforced by repetition, at most 1
+	hl        float64 // importance's half-life, days
+	floor     float64 // the share of importance that never fades
+	ment      float64 // the standing score's mentions term
+	boost     float64 // the fact score's type and confidence factor
 	tokens    int
-	typ       Type
-	slot      string // the subject, when it names a slot of its own (slotted)
 }
 
+// instant is a time without its zone (a time.Time holds a pointer to
+// one): seconds and nanoseconds since 1970, read back in UTC.
+type instant struct {
+	sec  int64
+	nsec int32
+}
+
+func instantOf(t time.Time) instant { return instant{t.Unix(), int32(t.Nanosecond())} }
+
+// time is the instant in UTC.
+func (i instant) time() time.Time { return time.Unix(i.sec, int64(i.nsec)).UTC() }
+
+// after reports whether i is later than t.
+func (i instant) after(t instant) bool { return i.sec > t.sec || i.sec == t.sec && i.nsec > t.nsec }
+
 func weightsOf(u *Unit) unitWeights {
-	w := unitWeights{rowid: u.rowid, lastSeen: u.LastSeenAt.UTC(), active: u.Status == StatusActive, standing: standingKind(u),
-		summary: u.Type == WorkingSummary, vis: u.vis, tokens: u.tokens, typ: u.Type}
-	if slotted(u.Subject) {
-		w.slot = u.Subject
-	}
+	w := unitWeights{rowid: u.rowid, lastSeen: instantOf(u.LastSeenAt), active: u.Status == StatusActive, standing: standingKind(u),
+		summary: u.Type == WorkingSummary, tokens: u.tokens}
 	if u.ExpiresAt != nil {
-		w.expires, w.hasExpiry = u.ExpiresAt.UTC(), true
+		w.expires, w.hasExpiry = instantOf(*u.ExpiresAt), true
 	}
 	imp := u.Importance
 	if u.Mentions > 1 {
@@ -170,13 +185,13 @@ func weightsOf(u *Unit) unitWeights {
 
 // live: active, not expired at now.
 func (w *unitWeights) live(now time.Time) bool {
-	return w.active && (!w.hasExpiry || w.expires.After(now))
+	return w.active && (!w.hasExpiry || w.expires.time().After(now))
 }
 
 // ageDays is how long ago, in days, the unit was last stated (0 when in the
 // future).
 func (w *unitWeights) ageDays(now time.Time) float64 {
-	return max(0, now.Sub(w.lastSeen).Hours()/24)
+	return max(0, now.Sub(w.lastSeen.time()).Hours()/24)
 }
 
 // importance is the unit's importance at age days since it was last
@@ -386,7 +401,6 @@ func (c *scored) hit(ctx context.Context, src source, asRule bool) (Hit, error) 
 		}
 		u = *us[0]
 	}
-	u.d = nil // the index's, not the caller's
 	return Hit{Unit: u, Score: math.Round(score*1e4) / 1e4, Matched: matched,
 		Reason: reason(len(c.matched) > 0, c.pool, c.emb >= minCosine, c.cue), line: strings.Clone(c.d.line)}, nil
 }
@@ -842,7 +856,7 @@ func (s *Store) rankCandidates(src source, vis []string, now time.Time, cue, sta
 			d = src.derived(c.u)
 		}
 		w := &d.w
-		if !w.live(now) || !contains(vis, w.vis) {
+		if !w.live(now) || !contains(vis, d.vis) {
 			continue
 		}
 		c.d = d

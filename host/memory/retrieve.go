@@ -161,7 +161,7 @@ func (s *Store) retrieveFrom(ctx context.Context, src source, q Query, topK, sta
 		}
 	}
 	for c := range chosen {
-		items = append(items, item{typ: c.d.w.typ, said: c.d.said, id: c.d.id, line: c.d.line, tokens: c.d.w.tokens})
+		items = append(items, item{typ: c.d.typ, said: c.d.said, id: c.d.id, line: c.d.line, tokens: c.d.w.tokens})
 	}
 	res := Result{Section: renderItems(items, budget)}
 	if !sectionOnly {
@@ -214,7 +214,7 @@ func fit(cands []*scored, k, budget, used int, groups *typeSet, near func(a, b *
 			break
 		}
 		cost := c.d.w.tokens + 1
-		if !groups.has(c.d.w.typ) {
+		if !groups.has(c.d.typ) {
 			cost += 8 // group header
 		}
 		if used+cost > budget-4 {
@@ -233,7 +233,7 @@ func fit(cands []*scored, k, budget, used int, groups *typeSet, near func(a, b *
 			}
 		}
 		used += cost
-		groups.add(c.d.w.typ)
+		groups.add(c.d.typ)
 		out = append(out, c)
 	}
 	return out, used
@@ -243,7 +243,7 @@ func fit(cands []*scored, k, budget, used int, groups *typeSet, near func(a, b *
 // same words (consolidation merges paraphrases; this also holds for units
 // learned before it did, or added by hand).
 func nearDuplicate(a, b *scored) bool {
-	if a.d.w.slot != "" && a.d.w.slot == b.d.w.slot {
+	if a.d.slot != "" && a.d.slot == b.d.slot {
 		return true
 	}
 	x, y := len(a.d.sorted), len(b.d.sorted)
