@@ -8,6 +8,8 @@ import (
 	"runtime/metrics"
 	"slices"
 	"time"
+
+	"github.com/metaclaw-go/metaclaw/host/daemon"
 )
 
 // The GC figures of a loaded run: how many cycles ended during it, how much
@@ -200,19 +202,15 @@ func percentiles(lat []time.Duration) result {
 // gcSettings describes the GC's settings of this process (read, not set:
 // turning the GC off and on again would wait for a running cycle).
 func gcSettings() string {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
-	metrics.Read(s)
-	gogc, limit := "?", "?"
-	if s[0].Value.Kind() == metrics.KindUint64 {
-		gogc = fmt.Sprint(s[0].Value.Uint64())
+	percent, limit := daemon.GCSettings() // off comes back as -1
+	gogc, lim := fmt.Sprint(percent), "none"
+	if percent < 0 {
+		gogc = "off"
 	}
-	if s[1].Value.Kind() == metrics.KindUint64 {
-		limit = "none"
-		if l := s[1].Value.Uint64(); l < math.MaxInt64 {
-			limit = fmt.Sprintf("%d MiB", l>>20)
-		}
+	if limit >= 0 && limit < math.MaxInt64 {
+		lim = fmt.Sprintf("%d MiB", limit>>20)
 	}
-	return fmt.Sprintf("GOMAXPROCS %d on %d CPUs, GOGC %s, memory limit %s", runtime.GOMAXPROCS(0), runtime.NumCPU(), gogc, limit)
+	return fmt.Sprintf("GOMAXPROCS %d on %d CPUs, GOGC %s, memory limit %s", runtime.GOMAXPROCS(0), runtime.NumCPU(), gogc, lim)
 }
 
 // heapFigures reads the live heap (as the last cycle marked it) and the

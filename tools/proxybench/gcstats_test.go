@@ -1,10 +1,13 @@
 package main
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,5 +86,20 @@ func TestGCFigures(t *testing.T) {
 	}
 	if g.requests != len(bodies) || g.inMark.p50 <= 0 {
 		t.Errorf("figures %+v", g)
+	}
+}
+
+// TestGCSettingsLine: the table's heading names the GC percent as set,
+// "off" rather than the runtime's 1<<64-1, and a soft memory limit in MiB.
+func TestGCSettingsLine(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	if got := gcSettings(); !strings.Contains(got, "GOGC off, memory limit none") {
+		t.Fatalf("GC off: %q", got)
+	}
+	debug.SetGCPercent(150)
+	debug.SetMemoryLimit(512 << 20)
+	if got := gcSettings(); !strings.Contains(got, "GOGC 150, memory limit 512 MiB") {
+		t.Fatalf("GOGC 150 and a 512 MiB limit: %q", got)
 	}
 }
