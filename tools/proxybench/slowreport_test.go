@@ -2,13 +2,9 @@ package main
 
 import (
 	"bytes"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime/trace"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -18,42 +14,7 @@ import (
 // requests' critical path must lead to that holder's sleep (it wakes first,
 // then the handler), most of their time.
 func TestSlowReport(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n++
-		if n%5 == 0 {
-			held := make(chan struct{})
-			go func() {
-				mu.Lock()
-				close(held)
-				time.Sleep(5 * time.Millisecond)
-				mu.Unlock()
-			}()
-			<-held
-			mu.Lock() // blocks until the holder lets go
-			mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"choices":[]}`))
-	}))
-	defer srv.Close()
-	path := filepath.Join(t.TempDir(), "trace.out")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := trace.Start(f); err != nil {
-		t.Fatal(err)
-	}
-	bodies := make([]string, 40)
-	for i := range bodies {
-		bodies[i] = body
-	}
-	runLoaded(srv.Client(), srv.URL, bodies, 1, nil)
-	trace.Stop()
-	f.Close()
-
+	path := tracedSlowRun(t, 40, 5*time.Millisecond, false)
 	var out bytes.Buffer
 	if err := slowReport(&out, path, "", 80); err != nil {
 		t.Fatal(err)
@@ -67,7 +28,7 @@ func TestSlowReport(t *testing.T) {
 	// The slow requests' critical path leads to the holder's sleep; the
 	// median ones' never does. (Which state is largest depends on the
 	// machine's load: a thread without a core is "running" here.)
-	const sleep = "| blocked: sleep in tools/proxybench.TestSlowReport"
+	const sleep = "| blocked: sleep in tools/proxybench.tracedSlowRun"
 	if !strings.Contains(slow, sleep) {
 		t.Errorf("the slow requests never wait for the lock holder's sleep:\n%s", got)
 	}

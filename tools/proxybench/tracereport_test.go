@@ -18,47 +18,7 @@ import (
 // goroutine holds, and checks that the report finds those requests, the step
 // they were slow in, and the wait.
 func TestTraceReport(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r1 := trace.StartRegion(r.Context(), "metaclaw.request.parse")
-		n++
-		slow := n%5 == 0
-		r1.End()
-		defer trace.StartRegion(r.Context(), "metaclaw.upstream").End()
-		if slow {
-			held := make(chan struct{})
-			go func() {
-				mu.Lock()
-				close(held)
-				time.Sleep(3 * time.Millisecond)
-				mu.Unlock()
-			}()
-			<-held
-			mu.Lock() // blocks until the holder lets go
-			mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"choices":[]}`))
-	}))
-	defer srv.Close()
-
-	path := filepath.Join(t.TempDir(), "trace.out")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := trace.Start(f); err != nil {
-		t.Fatal(err)
-	}
-	bodies := make([]string, 20)
-	for i := range bodies {
-		bodies[i] = body
-	}
-	runLoaded(srv.Client(), srv.URL, bodies, 1, nil)
-	trace.Stop()
-	f.Close()
-
+	path := tracedSlowRun(t, 20, 3*time.Millisecond, true)
 	var out bytes.Buffer
 	if err := traceReport(&out, path, 4); err != nil {
 		t.Fatal(err)
@@ -130,4 +90,54 @@ func TestClassify(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tracedSlowRun traces n sequential requests (runLoaded's "request"
+// regions) to a server whose every fifth answer waits for a mutex another
+// goroutine holds while it sleeps for hold, and returns the trace's path.
+// With regions, the handler marks its steps as the proxy's does (parse,
+// then upstream, the wait inside it).
+func tracedSlowRun(t *testing.T, n int, hold time.Duration, regions bool) string {
+	t.Helper()
+	var mu sync.Mutex
+	count := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if regions {
+			r1 := trace.StartRegion(r.Context(), "metaclaw.request.parse")
+			r1.End()
+			defer trace.StartRegion(r.Context(), "metaclaw.upstream").End()
+		}
+		count++
+		if count%5 == 0 {
+			held := make(chan struct{})
+			go func() {
+				mu.Lock()
+				close(held)
+				time.Sleep(hold)
+				mu.Unlock()
+			}()
+			<-held
+			mu.Lock() // blocks until the holder lets go
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"choices":[]}`))
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "trace.out")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := trace.Start(f); err != nil {
+		t.Fatal(err)
+	}
+	bodies := make([]string, n)
+	for i := range bodies {
+		bodies[i] = body
+	}
+	runLoaded(srv.Client(), srv.URL, bodies, 1, nil)
+	trace.Stop()
+	f.Close()
+	return path
 }
