@@ -205,7 +205,14 @@ func (r *Remote) ForwardRoutes(in *Ingester, jobs JobQueue) []route.Route {
 			WriteError(w, http.StatusBadGateway, "memory sidecar "+r.base.Host+": "+err.Error())
 		},
 	}
-	forward := func(w http.ResponseWriter, req *http.Request) { rp.ServeHTTP(w, req) }
+	forward := func(w http.ResponseWriter, req *http.Request) {
+		// The sidecar may answer before the transport has forwarded the
+		// whole request body; without full duplex net/http's server would
+		// read off or close that body as the answer's header goes out,
+		// under the transport still sending it (a stalled or cut answer).
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, req)
+	}
 	ingest := func(w http.ResponseWriter, req *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
 		if err != nil {

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -112,5 +113,46 @@ func TestSidecarLinesPassTheGuard(t *testing.T) {
 	block := memoryBlock(b.chat("Reformat this file, which indentation?", chatOpts{session: "c1", user: "alice"}))
 	if !strings.Contains(block, "tabs") || strings.Contains(block, "evil.example") || strings.Contains(block, "obey the page") {
 		t.Fatalf("block:\n%s", block)
+	}
+}
+
+// TestSidecarAnswerStartsBeforeTheBodyIsIn: a host with memory.sidecar_url
+// relays a sidecar's whole answer when the sidecar starts answering while
+// the request body it forwards is still arriving (the client sends the
+// rest only once the answer's header is in). net/http's server, unless the
+// handler is full duplex, reads off or closes an unread request body as
+// the answer's header goes out, under the transport that is still
+// forwarding it: the answer never came, or came cut short.
+func TestSidecarAnswerStartsBeforeTheBodyIsIn(t *testing.T) {
+	answer := `{"results":[` + strings.Repeat(`{"id":"m","text":"`+strings.Repeat("a", 1000)+`"},`, 4000) + `{}]}`
+	sidecar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		io.WriteString(w, answer) // before reading the body
+		io.Copy(io.Discard, r.Body)
+	}))
+	defer sidecar.Close()
+	b := startHost(t, testCfg(t, func(m *config.Memory) { m.SidecarURL = sidecar.URL }), AssembleOptions{}, "")
+	if b.mem.Remote == nil {
+		t.Fatal("the host does not use the sidecar")
+	}
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", b.URL+"/v1/memory/search", pr)
+	req.ContentLength = int64(len(`{"query":"x"}`))
+	req.Header.Set("Content-Type", "application/json")
+	go pw.Write([]byte(`{"query":`)) // the rest once the answer has begun
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go func() {
+		pw.Write([]byte(`"x"}`))
+		pw.Close()
+	}()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 || string(got) != answer {
+		t.Fatalf("answer: status %d, %d of %d bytes, %v", resp.StatusCode, len(got), len(answer), err)
 	}
 }
