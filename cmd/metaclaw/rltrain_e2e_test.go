@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -215,6 +217,17 @@ func kill9Run(t *testing.T, kind string) {
 		w0Mu.Lock()
 		defer w0Mu.Unlock()
 		if strings.Contains(resp, target) {
+			// One such turn in four (by its text, so that the prm_m votes
+			// on one turn agree) scores 0: once the policy says the word
+			// every time, a batch still holds rewards to tell apart (GRPO
+			// learns nothing from equal ones) and training goes on to
+			// lastStep; a run whose policy converged by step 5 never got
+			// to step 6.
+			h := fnv.New32a()
+			io.WriteString(h, prompt)
+			if h.Sum32()%4 == 0 {
+				return "Score: 0"
+			}
 			return "Score: 1"
 		}
 		return "Score: -1"
