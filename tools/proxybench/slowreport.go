@@ -38,6 +38,8 @@ type slowWindow struct {
 	beside     map[string]time.Duration // "<when>: <class>" -> time on a P or core
 }
 
+func (w *slowWindow) bounds() (xtrace.Time, xtrace.Time) { return w.start, w.end }
+
 // threadSpan is a goroutine running (or in a syscall) on an OS thread.
 type threadSpan struct {
 	a, b  xtrace.Time
@@ -219,14 +221,7 @@ func slowReport(out io.Writer, path, schedPath string, pct float64) error {
 
 // fillSlow accounts each window's critical path (second pass).
 func fillSlow(path string, ws []*slowWindow, sched *schedTrace, monoOff int64) error {
-	touching := func(a, b xtrace.Time) []*slowWindow {
-		i := sort.Search(len(ws), func(i int) bool { return ws[i].end > a })
-		j := i
-		for j < len(ws) && ws[j].start < b {
-			j++
-		}
-		return ws[i:j]
-	}
+	touching := func(a, b xtrace.Time) []*slowWindow { return overlapping(ws, a, b) }
 	type gstate struct {
 		goroutine
 		thread xtrace.ThreadID
@@ -241,17 +236,9 @@ func fillSlow(path string, ws []*slowWindow, sched *schedTrace, monoOff int64) e
 		}
 		return g
 	}
-	see := func(g *gstate, s xtrace.Stack) {
-		for fr := range s.Frames() {
-			if !slices.Contains(g.funcs, fr.Func) && len(g.funcs) < 512 {
-				g.funcs = append(g.funcs, fr.Func)
-			}
-		}
-		g.setRoot(s)
-	}
 	err := readTrace(path, func(e xtrace.Event) {
 		if id := e.Goroutine(); id != xtrace.NoGoroutine {
-			see(get(id), e.Stack())
+			get(id).see(e.Stack())
 		}
 		if e.Kind() != xtrace.EventStateTransition {
 			return
@@ -261,7 +248,7 @@ func fillSlow(path string, ws []*slowWindow, sched *schedTrace, monoOff int64) e
 			return
 		}
 		g := get(st.Resource.Goroutine())
-		see(g, st.Stack)
+		g.see(st.Stack)
 		if g.state != "" && len(touching(g.since, e.Time())) > 0 {
 			g.ivs = append(g.ivs, slowInterval{interval{g.since, e.Time(), g.state, g.stack}, g.thread})
 		}

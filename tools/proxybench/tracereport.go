@@ -19,6 +19,25 @@ import (
 // blocked (and on what), and what else ran on the Ps meanwhile (learning,
 // the garbage collector, the checkpointer, the recorder).
 
+// span is a window's bounds, for overlapping.
+type span interface {
+	bounds() (start, end xtrace.Time)
+}
+
+// overlapping returns the windows of ws (sorted by start, not
+// overlapping) that [a, b) overlaps.
+func overlapping[W span](ws []W, a, b xtrace.Time) []W {
+	i := sort.Search(len(ws), func(i int) bool { _, end := ws[i].bounds(); return end > a })
+	j := i
+	for j < len(ws) {
+		if start, _ := ws[j].bounds(); start >= b {
+			break
+		}
+		j++
+	}
+	return ws[i:j]
+}
+
 // window is one "request" region and what happened during it.
 type window struct {
 	start, end xtrace.Time
@@ -112,6 +131,17 @@ type goroutine struct {
 	intervals   []interval // its state intervals that touch a window
 }
 
+// see notes a stack of the goroutine: its distinct functions (at most 512)
+// and, through setRoot, its entry function.
+func (g *goroutine) see(s xtrace.Stack) {
+	for f := range s.Frames() {
+		if !slices.Contains(g.funcs, f.Func) && len(g.funcs) < 512 {
+			g.funcs = append(g.funcs, f.Func)
+		}
+	}
+	g.setRoot(s)
+}
+
 // setRoot keeps the outermost frame of the shallowest stack seen as the
 // goroutine's entry function: its creation stack is that function alone,
 // and a deep stack may be cut short of it.
@@ -125,6 +155,8 @@ func (g *goroutine) setRoot(s xtrace.Stack) {
 		g.root, g.rootDepth = root, n
 	}
 }
+
+func (w *window) bounds() (xtrace.Time, xtrace.Time) { return w.start, w.end }
 
 // rootOf is the outermost frame of a stack.
 func rootOf(s xtrace.Stack) string {
@@ -208,15 +240,7 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 		}
 		return nil
 	}
-	// touching returns the windows [a, b) overlaps.
-	touching := func(a, b xtrace.Time) []*window {
-		i := sort.Search(len(ws), func(i int) bool { return ws[i].end > a })
-		j := i
-		for j < len(ws) && ws[j].start < b {
-			j++
-		}
-		return ws[i:j]
-	}
+	touching := func(a, b xtrace.Time) []*window { return overlapping(ws, a, b) }
 	gs := map[xtrace.GoID]*goroutine{}
 	get := func(id xtrace.GoID) *goroutine {
 		g := gs[id]
@@ -226,19 +250,11 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 		}
 		return g
 	}
-	see := func(g *goroutine, s xtrace.Stack) {
-		for f := range s.Frames() {
-			if !slices.Contains(g.funcs, f.Func) && len(g.funcs) < 512 {
-				g.funcs = append(g.funcs, f.Func)
-			}
-		}
-		g.setRoot(s)
-	}
 	regionStart := map[xtrace.GoID]map[string]xtrace.Time{}
 	var markStart xtrace.Time
 	err := readTrace(path, func(e xtrace.Event) {
 		if id := e.Goroutine(); id != xtrace.NoGoroutine {
-			see(get(id), e.Stack())
+			get(id).see(e.Stack())
 		}
 		switch e.Kind() {
 		case xtrace.EventStateTransition:
@@ -247,7 +263,7 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 				return
 			}
 			g := get(st.Resource.Goroutine())
-			see(g, st.Stack)
+			g.see(st.Stack)
 			if g.state != "" {
 				if len(touching(g.since, e.Time())) > 0 {
 					g.intervals = append(g.intervals, interval{g.since, e.Time(), g.state, g.stack})
