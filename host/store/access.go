@@ -37,9 +37,9 @@ type Upkeep interface {
 type TurnLog interface {
 	LearnableTurns(ctx context.Context, f TurnFilter) ([]TurnRef, error)
 	CountUnread(ctx context.Context, f TurnFilter, pos ReadPosition) (Backlog, error)
-	SessionTurnsAfter(ctx context.Context, session string, after int64, n int) ([]Turn, error)
-	// SessionTurnsEach hands SessionTurnsAfter's turns to fn as they are
-	// read; t.RequestJSON is valid only until fn returns.
+	// SessionTurnsEach hands up to n of a session's turns after id, oldest
+	// first, to fn as they are read; t.RequestJSON is valid only until fn
+	// returns.
 	SessionTurnsEach(ctx context.Context, session string, after int64, n int, fn func(t *Turn) error) error
 	SessionTurnBack(ctx context.Context, session string, upTo int64, back int) (id int64, ok bool, err error)
 	LastTurnID(ctx context.Context) (int64, error)

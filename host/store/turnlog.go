@@ -93,8 +93,10 @@ func (s *SQLite) LearnableTurns(ctx context.Context, f TurnFilter) ([]TurnRef, e
 	return out, rows.Err()
 }
 
-// SessionTurnsAfter implements TurnLog: up to n of a session's turns after
-// id, oldest first, with the fields learning reads.
+// SessionTurnsAfter returns up to n of a session's turns after id, oldest
+// first, with the fields learning reads, each body copied: what
+// SessionTurnsEach hands over, as a slice (its tests' reference; learning
+// reads through SessionTurnsEach).
 func (s *SQLite) SessionTurnsAfter(ctx context.Context, session string, after int64, n int) ([]Turn, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, session_id, agent, turn_index, turn_type, status, request_json, response_text,
     tool_calls, injected, memory_scope, created_at FROM turns WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`, session, after, n)
