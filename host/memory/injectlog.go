@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"runtime"
 	"slices"
@@ -19,11 +18,17 @@ import (
 // writes per job), the log's new rows on one or two.
 //
 // The log is folded into memory_injection_counts (a narrow row per unit;
-// migration 00012) by the ingest transactions from the one that takes it
-// to injectFoldAt rows until it is empty, each folding a bounded number of
-// units (see foldSome), in one upsert followed by the DELETE of every row
-// it folded: the same transaction, so a row is folded exactly once, and a
-// crash anywhere leaves either both or neither. A unit's count is its
+// migration 00012) by the ingest transaction that takes it to
+// injectFoldAt rows, in one upsert followed by the DELETE of every row:
+// the same transaction, so a row is folded exactly once, and a crash
+// anywhere leaves either both or neither. The whole log at once: folded
+// into memory_units' own wide rows, one page per unit, a log whose
+// injections came from all over a large library was hundreds of pages
+// and ~12 ms in one transaction, so folds took at most 64 units at a time
+// (each paying a GROUP BY of the whole log to find where to stop); into
+// the narrow rows, 512 rows over 512 units are 8 pages and ~2 ms
+// (BenchmarkFoldInjections), less than the bounded folds that drained
+// them took together. A unit's count is its
 // memory_units.injected_count (folded there before migration 00012, or set
 // by an import; nothing writes it after the unit's insert: reinforcing,
 // editing and superseding keep its row id and leave it alone) plus its
@@ -83,9 +88,7 @@ func countInjected(ctx context.Context, tx *sqlconn.Tx, in injections, foldAt in
 	slices.Sort(uids) // reproducible
 	// The log's rows are numbered 1… from the last time it was empty (a
 	// row id is the largest plus one), so the id of the last row written
-	// is at least how many it holds, without a query; while a partial fold
-	// (foldSome) leaves rows, it stays past the bound and every batch folds
-	// some more.
+	// is at least how many it holds, without a query.
 	var last int64
 	for start := 0; start < len(uids); start += injectedRows[len(injectedRows)-1] {
 		runtime.Gosched() // background work (see Ingest)
@@ -116,46 +119,7 @@ func countInjected(ctx context.Context, tx *sqlconn.Tx, in injections, foldAt in
 	if last < int64(foldAt) {
 		return nil
 	}
-	return foldSome(sctx, tx, max(foldUnits, 2*len(uids)))
-}
-
-// foldUnits is the fewest units a fold takes at once (see foldSome).
-const foldUnits = 64
-
-// foldSome folds the log's oldest rows, as many as name at most k units,
-// or the whole log when it names no more than k units.
-//
-// A fold updates one row per unit it folds, and when those rows were
-// memory_units' own (before migration 00012), each on a page of its own,
-// a whole log whose injections came from all over a large library
-// (proxybench's questions) was hundreds of pages in one transaction,
-// several ms holding the writer and a P with no way to yield inside
-// SQLite. The narrow rows of memory_injection_counts share pages, but
-// each still costs its upsert's CPU. Bounded to k
-// units, each fold is proportional to what the batch added (k is at least
-// twice the units it logged, so the log drains): the transactions after
-// the one that took the log to its bound fold the rest, oldest first (a
-// range of row ids: the log's first pages), until it is empty and its row
-// ids start from 1 again. Reads add the rows not folded yet, so what they
-// see does not depend on how much a fold takes.
-func foldSome(ctx context.Context, tx *sqlconn.Tx, k int) error {
-	// The first row of the (k+1)th unit to appear in the log: the rows
-	// before it name the first k units only.
-	var next sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT MIN(first) FROM (SELECT MIN(id) AS first FROM memory_injections GROUP BY unit ORDER BY first LIMIT 1 OFFSET ?)`, k).Scan(&next); err != nil {
-		return fmt.Errorf("memory: fold injections: %w", err)
-	}
-	if !next.Valid {
-		return foldInjections(ctx, tx)
-	}
-	upTo := next.Int64 - 1
-	if _, err := tx.ExecContext(ctx, foldSQL+` WHERE id <= ?`+foldUpsert, upTo); err != nil {
-		return fmt.Errorf("memory: fold injections: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_injections WHERE id <= ?`, upTo); err != nil {
-		return fmt.Errorf("memory: fold injections: %w", err)
-	}
-	return nil
+	return foldInjections(sctx, tx)
 }
 
 // injectedRows are the sizes countInjected's statements come in (padded

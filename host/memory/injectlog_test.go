@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -569,17 +568,16 @@ func pendingFor(t *testing.T, s *Store, uid string) int {
 	return n
 }
 
-// TestInjectionLogPartialFold: injections spread over more units than a
-// fold takes (foldUnits) fold a bounded number of units per batch, oldest
-// first, until the log is empty; the counts read the same after every
-// batch, and every injection is folded exactly once.
-func TestInjectionLogPartialFold(t *testing.T) {
+// TestInjectionLogSpreadFold: injections spread over many units; the batch
+// that takes the log to its bound folds all of it, the counts read the same
+// after every batch, and every injection is folded exactly once.
+func TestInjectionLogSpreadFold(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t, Options{})
 	s.injectFoldAt = 100
 	const scope = "user:spread"
 	var seed []Unit
-	for i := range 3 * foldUnits {
+	for i := range 192 {
 		seed = append(seed, Unit{Scope: scope, Type: Semantic, Content: fmt.Sprintf("Service number %d listens on port %d.", i, 9000+i), Origin: "test"})
 	}
 	if err := s.BulkInsert(ctx, seed); err != nil {
@@ -601,7 +599,7 @@ func TestInjectionLogPartialFold(t *testing.T) {
 		}
 	}
 	var sizes []int
-	partial := 0
+	folds := 0
 	for b := range 40 {
 		var turns []Turn
 		for j := range 3 {
@@ -617,49 +615,27 @@ func TestInjectionLogPartialFold(t *testing.T) {
 			}
 			turns = append(turns, Turn{Source: fmt.Sprintf("spread/%d/%d", b, j), User: "ok", Injected: ids, At: at})
 		}
-		before, logged := logByUnit(t, s), map[int64]bool{}
+		before := logRows(t, s)
 		if _, err := s.Ingest(ctx, Batch{SessionID: fmt.Sprint("s", b), Scope: scope, Turns: turns}); err != nil {
 			t.Fatal(err)
 		}
-		after := logByUnit(t, s)
-		for _, tr := range turns {
-			for _, id := range tr.Injected {
-				u, err := s.Get(ctx, id[len("memory:"):])
-				if err != nil {
-					t.Fatal(err)
-				}
-				logged[u.rowid] = true
+		after := logRows(t, s)
+		switch {
+		case after == 0:
+			folds++
+			if before < s.injectFoldAt-3*9 {
+				t.Fatalf("batch %d folded a log of %d rows, short of the bound %d", b, before, s.injectFoldAt)
 			}
+		case after <= before:
+			t.Fatalf("batch %d: the log went from %d to %d rows without a fold", b, before, after)
+		case after > s.injectFoldAt+3*9:
+			t.Fatalf("batch %d: the log holds %d rows, past its bound %d", b, after, s.injectFoldAt)
 		}
-		folded := 0 // units whose rows the batch's fold took
-		for u := range before {
-			if !logged[u] && after[u] < before[u] {
-				folded++
-			}
-		}
-		for u := range logged { // one row per unit and batch
-			if after[u] < before[u]+1 {
-				folded++
-			}
-		}
-		if k := max(foldUnits, 2*len(logged)); folded > k {
-			t.Fatalf("batch %d folded %d units at once, more than %d", b, folded, k)
-		}
-		rows := 0
-		for _, n := range after {
-			rows += n
-		}
-		if rows > 0 && folded > 0 {
-			partial++
-		}
-		sizes = append(sizes, rows)
+		sizes = append(sizes, after)
 		listCounts(b)
 	}
-	if partial == 0 {
-		t.Fatalf("no partial fold: the log's sizes were %v", sizes)
-	}
-	if slices.Max(sizes) > s.injectFoldAt+3*foldUnits {
-		t.Fatalf("the log grew to %d rows: %v", slices.Max(sizes), sizes)
+	if folds < 2 {
+		t.Fatalf("%d folds: the log's sizes were %v", folds, sizes)
 	}
 	fold(t, s)
 	if n := logRows(t, s); n != 0 {
@@ -671,24 +647,4 @@ func TestInjectionLogPartialFold(t *testing.T) {
 			t.Errorf("unit %q: %d folded, want %d", u.Content, n, want[u.ID].n)
 		}
 	}
-}
-
-// logByUnit is how many rows the injection log holds per unit row id.
-func logByUnit(t *testing.T, s *Store) map[int64]int {
-	t.Helper()
-	rows, err := s.r.Query(`SELECT unit, COUNT(*) FROM memory_injections GROUP BY unit`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[int64]int{}
-	for rows.Next() {
-		var u int64
-		var n int
-		if err := rows.Scan(&u, &n); err != nil {
-			t.Fatal(err)
-		}
-		out[u] = n
-	}
-	return out
 }
