@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/metaclaw-go/metaclaw/host/core"
 	"github.com/metaclaw-go/metaclaw/host/store"
@@ -202,32 +203,57 @@ var durableMarkers = []string{"记住", "记得", "记一下", "记下", "以后
 var durableUnsure = []string{`\u`, "&", "\u212a", "\u017f"}
 
 // mayBeDurable reports whether a request body can hold a durable
-// statement, without parsing it: false when no word Durable's English
-// expression starts with (at a word boundary, in any case) and none of the
-// Chinese markers occurs anywhere in the body, the system prompt included.
-// Most turns end here, so the per-turn check costs one pass over the bytes
-// instead of a JSON parse. It says "maybe" wrongly, never "no" for a body
-// whose user text Durable matches — except text that Clean joins by
-// removing an envelope from the middle of a word, which then waits for its
-// batch like any other turn.
+// statement, without decoding it: false when, in the raw JSON of the user
+// messages UserText reads (transcript.TrailingUserJSON; the whole body
+// when that declines), no word Durable's English expression starts with
+// occurs (at a word boundary, in any case) and none of the Chinese markers
+// occurs. Most turns end here, so the per-turn check costs a validation
+// pass and a scan of the new user message instead of a JSON parse; the
+// system prompt and the history (6 KB and more of an agent's body) are
+// not scanned. It says "maybe" wrongly, never "no" for a body whose user
+// text Durable matches — except text that Clean joins by removing an
+// envelope from the middle of a word, which then waits for its batch like
+// any other turn.
 func mayBeDurable(body string) bool {
-	for _, u := range durableUnsure {
-		if strings.Contains(body, u) {
+	var buf [4][]byte
+	parts, ok := transcript.TrailingUserJSON(body, buf[:0])
+	if !ok {
+		return mayHoldDurable(body)
+	}
+	for _, p := range parts {
+		if mayHoldDurable(unsafe.String(unsafe.SliceData(p), len(p))) {
 			return true
 		}
 	}
-	for _, m := range durableMarkers {
-		if strings.Contains(body, m) {
-			return true
+	return false
+}
+
+// mayHoldDurable is mayBeDurable's scan of raw JSON text.
+func mayHoldDurable(body string) bool {
+	if strings.Contains(body, `\u`) || strings.IndexByte(body, '&') >= 0 {
+		return true // see durableUnsure
+	}
+	if !isASCII(body) {
+		for _, u := range durableUnsure[2:] {
+			if strings.Contains(body, u) {
+				return true
+			}
+		}
+		for _, m := range durableMarkers {
+			if strings.Contains(body, m) {
+				return true
+			}
 		}
 	}
+	// One pass over the words (a table lookup a byte: the compare chain of
+	// isWordByte made this loop most of the check, ~4 ns a byte).
 	for i := 0; i < len(body); {
-		if !isWordByte(body[i]) {
+		if !wordBytes[body[i]] {
 			i++
 			continue
 		}
-		j := i
-		for j < len(body) && isWordByte(body[j]) {
+		j := i + 1
+		for j < len(body) && wordBytes[body[j]] {
 			j++
 		}
 		if durableLead(body[i:j], body[j:]) {
@@ -238,6 +264,14 @@ func mayBeDurable(body string) bool {
 	return false
 }
 
+// wordBytes is isWordByte as a table.
+var wordBytes = func() (t [256]bool) {
+	for c := range t {
+		t[c] = isWordByte(byte(c))
+	}
+	return t
+}()
+
 // isWordByte is regexp's \w (ASCII).
 func isWordByte(c byte) bool {
 	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
@@ -246,31 +280,55 @@ func isWordByte(c byte) bool {
 // durableLead reports whether word (followed by rest) can start a match of
 // durableEN: a word it starts with, with the words that must follow.
 func durableLead(word, rest string) bool {
-	if len(word) < 4 || len(word) > 10 {
+	switch len(word) { // the lengths and first letters of the words below
+	case 4, 5, 6, 8, 10:
+	default:
 		return false
 	}
-	switch word[0] | 0x20 { // the first letters of the words below
+	switch word[0] | 0x20 {
 	case 'r', 'f', 'h', 'a', 'n', 'e', 'k', 'g':
 	default:
 		return false
 	}
-	var low [10]byte
-	for i := 0; i < len(word); i++ {
-		low[i] = lowerASCII(word[i])
-	}
-	switch string(low[:len(word)]) {
-	case "remember", "forget", "henceforth", "future", "always", "never", "ever":
-		return true
-	case "keep":
-		return hasPrefixFold(rest, " in mind")
-	case "note":
-		return hasPrefixFold(rest, " that")
-	case "from":
-		return hasPrefixFold(rest, " now on") || hasPrefixFold(rest, " here on")
-	case "going":
-		return hasPrefixFold(rest, " forward")
+	switch len(word) {
+	case 4:
+		switch {
+		case wordIs(word, "ever"):
+			return true
+		case wordIs(word, "keep"):
+			return hasPrefixFold(rest, " in mind")
+		case wordIs(word, "note"):
+			return hasPrefixFold(rest, " that")
+		case wordIs(word, "from"):
+			return hasPrefixFold(rest, " now on") || hasPrefixFold(rest, " here on")
+		}
+	case 5:
+		switch {
+		case wordIs(word, "never"):
+			return true
+		case wordIs(word, "going"):
+			return hasPrefixFold(rest, " forward")
+		}
+	case 6:
+		return wordIs(word, "forget") || wordIs(word, "future") || wordIs(word, "always")
+	case 8:
+		return wordIs(word, "remember")
+	case 10:
+		return wordIs(word, "henceforth")
 	}
 	return false
+}
+
+// wordIs reports whether word, made of word bytes, is lower (lower-case
+// letters, as long as word) in any case: OR 0x20 lowers a letter and
+// turns no other word byte into one.
+func wordIs(word, lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		if word[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func hasPrefixFold(s, prefix string) bool {

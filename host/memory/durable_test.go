@@ -33,6 +33,14 @@ func TestMayBeDurable(t *testing.T) {
 		{openAIBody("What is the weather like?"), false},
 		{openAIBody("I prefer tabs for indentation."), false},
 		{openAIBody("我喜欢用空格缩进"), false},
+		// Only the messages UserText reads are scanned: a durable word in
+		// the system prompt or an earlier exchange says nothing of this turn.
+		{`{"messages":[{"role":"system","content":"Always answer briefly; remember the rules."},{"role":"user","content":"What time is it?"}]}`, false},
+		{`{"messages":[{"role":"user","content":"Remember the port."},{"role":"assistant","content":"Noted."},{"role":"user","content":"Thanks."}]}`, false},
+		{`{"system":"Never guess.","messages":[{"role":"user","content":[{"type":"text","text":"from now on use tabs"}]}]}`, true},
+		// Bodies the fast scan does not read are scanned whole.
+		{`{"messages":[{"role":"system","content":"Always answer briefly."}],"messages":[{"role":"user","content":"hi"}]}`, true},
+		{`{"messages":[{"role":"user","content":"hi"}], "x": "always"`, true},
 	} {
 		if got := mayBeDurable(tc.body); got != tc.want {
 			t.Errorf("mayBeDurable(%s) = %v, want %v", tc.body, got, tc.want)
@@ -57,6 +65,27 @@ func FuzzMayBeDurable(f *testing.F) {
 		}
 		if Durable(transcript.UserText(body)) && !mayBeDurable(body) {
 			t.Fatalf("durable text %q filtered out of %s", text, body)
+		}
+	})
+}
+
+// FuzzMayBeDurableBody: the same for whole bodies of any shape (history,
+// tool rounds, both wire formats, invalid JSON, duplicate keys).
+func FuzzMayBeDurableBody(f *testing.F) {
+	for _, s := range []string{
+		openAIBody("Remember that the port is 9090."),
+		openAIBody("plain question"),
+		`{"messages":[{"role":"user","content":"Remember the port."},{"role":"assistant","content":"Noted."},{"role":"user","content":"Thanks."}]}`,
+		`{"messages":[{"role":"user","content":"always"},{"role":"user","content":[{"type":"text","text":"keep in mind"}]}]}`,
+		`{"system":"Never guess.","messages":[{"role":"user","content":[{"type":"tool_result","content":"remember"}]}]}`,
+		`{"messages":[{"role":"system","content":"x"}],"messages":[{"role":"user","content":"from now on"}]}`,
+		`{"messages":[{"role":"user","content":"\u0061lways"}]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if Durable(transcript.UserText(body)) && !mayBeDurable(body) {
+			t.Fatalf("durable user text %q filtered out of %s", transcript.UserText(body), body)
 		}
 	})
 }

@@ -13,22 +13,14 @@ import (
 // job that takes it to injectFoldAt rows does it, committed: 512 rows over
 // 40 units of a 10,000-unit store (BenchmarkIngestJob's turns) or over 512
 // (proxybench's, whose questions inject facts from all over the library).
-// fold=all is the whole log at once (foldInjections, what every fold was),
-// fold=some one bounded fold (foldSome with foldUnits, what an ingest job
-// now does). Refilling the log is outside the timing.
+// Refilling the log is outside the timing.
 func BenchmarkFoldInjections(b *testing.B) {
 	for _, spread := range []int{40, 512} {
-		for _, some := range []bool{false, true} {
-			name := "units=" + strconv.Itoa(spread) + "/fold=all"
-			if some {
-				name = "units=" + strconv.Itoa(spread) + "/fold=some"
-			}
-			b.Run(name, func(b *testing.B) { benchFold(b, spread, some) })
-		}
+		b.Run("units="+strconv.Itoa(spread), func(b *testing.B) { benchFold(b, spread) })
 	}
 }
 
-func benchFold(b *testing.B, spread int, some bool) {
+func benchFold(b *testing.B, spread int) {
 	s := seeded(b, 10_000, "fold")
 	st := s.turns.(*store.SQLite)
 	ctx := context.Background()
@@ -62,11 +54,7 @@ func benchFold(b *testing.B, spread int, some bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		fold := func() error { return foldInjections(ctx, tx) }
-		if some {
-			fold = func() error { return foldSome(ctx, tx, foldUnits) }
-		}
-		if err := fold(); err != nil {
+		if err := foldInjections(ctx, tx); err != nil {
 			b.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"runtime"
 	"slices"
@@ -18,19 +17,28 @@ import (
 // injected into a job lie on as many pages of memory_units (~16 page
 // writes per job), the log's new rows on one or two.
 //
-// The log is folded into memory_units.injected_count and last_injected_at
-// by the ingest transactions from the one that takes it to injectFoldAt
-// rows until it is empty, each folding a bounded number of units (see
-// foldSome), in one UPDATE followed by the DELETE of every row it folded:
+// The log is folded into memory_injection_counts (a narrow row per unit;
+// migration 00012) by the ingest transaction that takes it to
+// injectFoldAt rows, in one upsert followed by the DELETE of every row:
 // the same transaction, so a row is folded exactly once, and a crash
-// anywhere leaves either both or neither. Nothing else writes the two columns
-// after a unit's insert (reinforcing, editing and superseding a unit keep
-// its row id and leave them alone), so no rewrite loses or recounts
-// logged injections. A deleted unit takes its rows with it (a trigger on
-// memory_units: its row id may be reused by the next unit).
+// anywhere leaves either both or neither. The whole log at once: folded
+// into memory_units' own wide rows, one page per unit, a log whose
+// injections came from all over a large library was hundreds of pages
+// and ~12 ms in one transaction, so folds took at most 64 units at a time
+// (each paying a GROUP BY of the whole log to find where to stop); into
+// the narrow rows, 512 rows over 512 units are 8 pages and ~2 ms
+// (BenchmarkFoldInjections), less than the bounded folds that drained
+// them took together. A unit's count is its
+// memory_units.injected_count (folded there before migration 00012, or set
+// by an import; nothing writes it after the unit's insert: reinforcing,
+// editing and superseding keep its row id and leave it alone) plus its
+// memory_injection_counts row plus its log rows, so no rewrite loses or
+// recounts logged injections. A deleted unit takes its rows in both tables
+// with it (triggers on memory_units: its row id may be reused by the next
+// unit).
 //
-// Reads of the counts (Get, List and so Export, Search) add the rows not
-// folded yet (withInjections). Ranking does not read them, so the
+// Reads of the counts (Get, List and so Export, Search) add the folded
+// rows and the rows not folded yet (withInjections). Ranking does not read them, so the
 // in-memory index keeps the folded counts it was built with.
 
 // injectFoldAt is how many rows the log holds before it is folded (see
@@ -80,9 +88,7 @@ func countInjected(ctx context.Context, tx *sqlconn.Tx, in injections, foldAt in
 	slices.Sort(uids) // reproducible
 	// The log's rows are numbered 1… from the last time it was empty (a
 	// row id is the largest plus one), so the id of the last row written
-	// is at least how many it holds, without a query; while a partial fold
-	// (foldSome) leaves rows, it stays past the bound and every batch folds
-	// some more.
+	// is at least how many it holds, without a query.
 	var last int64
 	for start := 0; start < len(uids); start += injectedRows[len(injectedRows)-1] {
 		runtime.Gosched() // background work (see Ingest)
@@ -113,46 +119,7 @@ func countInjected(ctx context.Context, tx *sqlconn.Tx, in injections, foldAt in
 	if last < int64(foldAt) {
 		return nil
 	}
-	return foldSome(sctx, tx, max(foldUnits, 2*len(uids)))
-}
-
-// foldUnits is the fewest units a fold takes at once (see foldSome).
-const foldUnits = 64
-
-// foldSome folds the log's oldest rows, as many as name at most k units,
-// or the whole log when it names no more than k units.
-//
-// A fold rewrites one memory_units row, on a page of its own, per unit
-// it folds, and those pages go to the WAL at the commit: a whole log
-// whose injections came from all over a large library (proxybench's
-// questions) is hundreds of pages in one transaction, several ms holding
-// the writer and a P with no way to yield inside SQLite. Bounded to k
-// units, each fold is proportional to what the batch added (k is at least
-// twice the units it logged, so the log drains): the transactions after
-// the one that took the log to its bound fold the rest, oldest first (a
-// range of row ids: the log's first pages), until it is empty and its row
-// ids start from 1 again. Reads add the rows not folded yet, so what they
-// see does not depend on how much a fold takes.
-func foldSome(ctx context.Context, tx *sqlconn.Tx, k int) error {
-	// The first row of the (k+1)th unit to appear in the log: the rows
-	// before it name the first k units only.
-	var next sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT MIN(first) FROM (SELECT MIN(id) AS first FROM memory_injections GROUP BY unit ORDER BY first LIMIT 1 OFFSET ?)`, k).Scan(&next); err != nil {
-		return fmt.Errorf("memory: fold injections: %w", err)
-	}
-	if !next.Valid {
-		return foldInjections(ctx, tx)
-	}
-	upTo := next.Int64 - 1
-	if _, err := tx.ExecContext(ctx, `UPDATE OR FAIL memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
-FROM (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections WHERE id <= ? GROUP BY unit) AS p
-WHERE memory_units.id = p.unit`, upTo); err != nil {
-		return fmt.Errorf("memory: fold injections: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_injections WHERE id <= ?`, upTo); err != nil {
-		return fmt.Errorf("memory: fold injections: %w", err)
-	}
-	return nil
+	return foldInjections(sctx, tx)
 }
 
 // injectedRows are the sizes countInjected's statements come in (padded
@@ -170,17 +137,23 @@ JOIN memory_units u ON u.uid = c.uid`
 	return out
 }()
 
+// foldSQL and foldUpsert enclose the log rows a fold takes (a WHERE
+// clause, which an upsert's SELECT needs to parse): their sums per unit are
+// added to the units' rows in memory_injection_counts, narrow rows on a
+// few pages of their own (migration 00012), not to memory_units' wide
+// ones, one page each.
+const (
+	foldSQL = `INSERT INTO memory_injection_counts (unit, n, at)
+SELECT unit, SUM(n), MAX(at) FROM memory_injections`
+	foldUpsert = ` GROUP BY unit
+ON CONFLICT (unit) DO UPDATE SET n = n + excluded.n, at = MAX(at, excluded.at)`
+)
+
 // foldInjections adds the log to the units' counts and empties it, in tx.
 // Units are not touched for the in-memory index: ranking does not read
 // their counts.
-//
-// OR FAIL: no constraint can fail (the two columns only grow), and an
-// UPDATE of many rows that might abort keeps a statement journal, a page
-// copy in a temporary file for every page it changes.
 func foldInjections(ctx context.Context, tx *sqlconn.Tx) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE OR FAIL memory_units SET injected_count = injected_count + p.n, last_injected_at = MAX(last_injected_at, p.at)
-FROM (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections GROUP BY unit) AS p
-WHERE memory_units.id = p.unit`); err != nil {
+	if _, err := tx.ExecContext(ctx, foldSQL+` WHERE true`+foldUpsert); err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_injections`); err != nil {
@@ -190,7 +163,7 @@ WHERE memory_units.id = p.unit`); err != nil {
 }
 
 // withInjections sets the units' InjectedCount and LastInjectedAt to their
-// folded counts plus the log's rows not folded yet, read in one statement
+// counts (see the log's comment above), read in one statement
 // (one snapshot of both tables, whatever snapshot the units were read in).
 func withInjections(ctx context.Context, q queryer, units []*Unit) error {
 	byRow := make(map[int64][]*Unit, len(units))
@@ -208,8 +181,9 @@ func withInjections(ctx context.Context, q queryer, units []*Unit) error {
 		chunk := ids[:min(len(ids), 400)]
 		ids = ids[len(chunk):]
 		in := `(?` + strings.Repeat(",?", len(chunk)-1) + `)`
-		rows, err := q.QueryContext(ctx, `SELECT u.id, u.injected_count + IFNULL(p.n, 0), MAX(u.last_injected_at, IFNULL(p.at, 0))
-FROM memory_units u LEFT JOIN (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections WHERE unit IN `+in+` GROUP BY unit) AS p ON p.unit = u.id
+		rows, err := q.QueryContext(ctx, `SELECT u.id, u.injected_count + IFNULL(c.n, 0) + IFNULL(p.n, 0), MAX(u.last_injected_at, IFNULL(c.at, 0), IFNULL(p.at, 0))
+FROM memory_units u LEFT JOIN memory_injection_counts c ON c.unit = u.id
+LEFT JOIN (SELECT unit, SUM(n) AS n, MAX(at) AS at FROM memory_injections WHERE unit IN `+in+` GROUP BY unit) AS p ON p.unit = u.id
 WHERE u.id IN `+in, append(slices.Clip(chunk), chunk...)...)
 		if err != nil {
 			return fmt.Errorf("memory: injection counts: %w", err)

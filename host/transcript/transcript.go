@@ -39,6 +39,28 @@ type message struct {
 	Content json.RawMessage `json:"content"`
 }
 
+// TrailingUserJSON returns the raw JSON contents (aliasing requestJSON)
+// of the user messages UserText reads, appended to dst, and true, when the body passes
+// jsonscan.FastValid and UserText's scan reads it; with true and no
+// contents, UserText finds no user text. False (the body takes UserText's
+// slower paths) leaves the caller to look at the whole body. Learning's
+// per-turn prefilter uses it to skip what UserText never reads: the
+// system prompt and the history.
+func TrailingUserJSON(requestJSON string, dst [][]byte) ([][]byte, bool) {
+	b := unsafe.Slice(unsafe.StringData(requestJSON), len(requestJSON)) // read only
+	if !jsonscan.FastValid(b) {
+		return nil, false
+	}
+	contents, r := trailingUserContents(b, dst)
+	switch r {
+	case scanFail:
+		return dst, true
+	case scanFallback:
+		return nil, false
+	}
+	return contents, true
+}
+
 // UserText returns the new user text of a request body in either wire
 // format: the trailing user messages after the last assistant/tool message,
 // cleaned. A request whose tail is a tool result has no new user text.
