@@ -144,24 +144,19 @@ func (s *Store) Ingest(ctx context.Context, b Batch) (IngestResult, error) {
 	p.vecs = s.embedUnits(ctx, p.units)
 	b.wait(ctx) // not inside the transaction: that would hold the writer
 	err = s.writeTx(ctx, func(tx *sqlconn.Tx) error {
-		if testHookWriter != nil {
-			testHookWriter(true)
+		if f := s.onWriter.Load(); f != nil {
+			(*f)(true)
 		}
 		return s.commitBatch(ctx, tx, &b, &p, &res)
 	})
-	if testHookWriter != nil {
-		testHookWriter(false)
+	if f := s.onWriter.Load(); f != nil {
+		(*f)(false)
 	}
 	if err != nil {
 		return IngestResult{}, err
 	}
 	return res, nil
 }
-
-// testHookWriter, when set (benchmarks), is called with true once a
-// batch's write transaction has begun and with false once it has ended:
-// how long ingestion holds the store's one writer.
-var testHookWriter func(begun bool)
 
 // ingestPlan is what a batch will write: its fresh turns, the boilerplate
 // found in them, and the units extracted (with the turn each came from and

@@ -59,7 +59,7 @@ func benchIngestJob(b *testing.B, facts int, key string) {
 	var held, heldCPU, heldMax, heldCPUMax time.Duration
 	var t0 time.Time
 	var c0 int64
-	testHookWriter = func(begun bool) {
+	onWriter := func(begun bool) {
 		c, _ := threadCPU()
 		if begun {
 			t0, c0 = time.Now(), c
@@ -70,7 +70,8 @@ func benchIngestJob(b *testing.B, facts int, key string) {
 		heldCPU += time.Duration(c - c0)
 		heldCPUMax = max(heldCPUMax, time.Duration(c-c0))
 	}
-	defer func() { testHookWriter = nil }()
+	s.onWriter.Store(&onWriter)
+	defer s.onWriter.Store(nil)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

@@ -159,6 +159,11 @@ type Store struct {
 	// injectFoldAt is the injection log's rows that make an ingest fold it
 	// (injectlog.go).
 	injectFoldAt int
+	// onWriter, set by benchmarks, is called with true once a batch's
+	// write transaction has begun and with false once it has ended: how
+	// long ingestion holds the store's one writer. Atomic: a benchmark's
+	// store outlives its runs, whose ingesters may still be writing.
+	onWriter atomic.Pointer[func(begun bool)]
 
 	cacheMu sync.Mutex
 	cache   map[string]*visCache // per visibility token, valid for one generation
