@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -308,17 +309,7 @@ func TestInjectionLogForget(t *testing.T) {
 	if n := logRows(t, s); n != 1 {
 		t.Fatalf("%d log rows after forgetting, want 1 (the other unit's)", n)
 	}
-	fresh, _, err := s.Add(ctx, NewUnit{Content: "The staging cluster lives in Frankfurt.", Scope: scope})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Get(ctx, fresh.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.rowid != last.rowid {
-		t.Fatalf("the new unit has row id %d, the forgotten one had %d: the test does not test reuse", got.rowid, last.rowid)
-	}
+	fresh := addInRowOf(t, s, scope, last)
 	// Turns that still name the forgotten unit (ingested late).
 	if _, err := s.Ingest(ctx, Batch{SessionID: "fg2", Scope: scope, Turns: []Turn{{Source: "fg2/0", User: "fine", Injected: []string{"memory:" + last.ID}}}}); err != nil {
 		t.Fatal(err)
@@ -327,44 +318,87 @@ func TestInjectionLogForget(t *testing.T) {
 		t.Fatalf("%d log rows after a forgotten unit's injection, want 1", n)
 	}
 	fold(t, s)
-	if got, _ = s.Get(ctx, fresh.ID); got.InjectedCount != 0 || got.LastInjectedAt != nil {
+	if got, _ := s.Get(ctx, fresh.ID); got.InjectedCount != 0 || got.LastInjectedAt != nil {
 		t.Fatalf("the new unit inherited injections: %d at %v", got.InjectedCount, got.LastInjectedAt)
 	}
-	if got, _ = s.Get(ctx, units[0].ID); got.InjectedCount != 3 {
+	if got, _ := s.Get(ctx, units[0].ID); got.InjectedCount != 3 {
 		t.Fatalf("unit 0 injected %d times, want 3", got.InjectedCount)
 	}
+}
+
+// The statements that take a store back to before migrations 12 and 11.
+const (
+	rollBack12 = `DROP TRIGGER memory_units_ad_injection_counts; DROP TABLE memory_injection_counts; DELETE FROM goose_db_version WHERE version_id = 12`
+	rollBack11 = `DROP TRIGGER memory_units_ad_injections; DROP TABLE memory_injections; DELETE FROM goose_db_version WHERE version_id = 11`
+)
+
+// reopenRolledBack takes the store at path back by the rollbacks (newest
+// first), lets prepare write what an older version held, and reopens it,
+// migrating it forward again; the reopened store is closed with the test.
+func reopenRolledBack(t *testing.T, st *store.SQLite, path string, rollbacks []string, prepare func(w *sql.DB) error) *Store {
+	t.Helper()
+	for _, q := range rollbacks {
+		if _, err := st.Writer().Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := prepare(st.Writer()); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st, err := store.OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := Open(st, Options{})
+	s.injectFoldAt = 1000
+	return s
+}
+
+// addInRowOf adds a unit that takes the row id of gone, a forgotten unit
+// with the largest row id, and returns it as Get reads it.
+func addInRowOf(t *testing.T, s *Store, scope string, gone Unit) Unit {
+	t.Helper()
+	ctx := context.Background()
+	fresh, _, err := s.Add(ctx, NewUnit{Content: "The staging cluster lives in Frankfurt.", Scope: scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, fresh.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.rowid != gone.rowid {
+		t.Fatalf("the new unit has row id %d, the forgotten one had %d: the test does not test reuse", got.rowid, gone.rowid)
+	}
+	return got
+}
+
+// openFileStore opens a store in a file of its own (the migration tests
+// close and reopen it; reopenRolledBack closes the reopened one).
+func openFileStore(t *testing.T) (string, *store.SQLite, *Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), store.DBFile)
+	st, err := store.OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, st, Open(st, Options{})
 }
 
 // TestInjectionLogMigration: a database from before the log (no
 // memory_injections, counts in memory_units) gains it on open and keeps its counts.
 func TestInjectionLogMigration(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), store.DBFile)
-	st, err := store.OpenSQLite(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := Open(st, Options{})
+	path, st, s := openFileStore(t)
 	units := seedInjectable(t, s, "user:mig", 2)
 	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	// Back to before the log, a count kept in the unit's row.
-	for _, q := range []string{`DROP TRIGGER memory_units_ad_injection_counts`, `DROP TABLE memory_injection_counts`, `DELETE FROM goose_db_version WHERE version_id = 12`,
-		`DROP TRIGGER memory_units_ad_injections`, `DROP TABLE memory_injections`, `DELETE FROM goose_db_version WHERE version_id = 11`} {
-		if _, err := st.Writer().Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	if _, err := st.Writer().Exec(`UPDATE memory_units SET injected_count = 4, last_injected_at = ? WHERE uid = ?`, at.UnixMilli(), units[0].ID); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	st, err = store.OpenSQLite(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s = Open(st, Options{})
-	s.injectFoldAt = 1000
+	s = reopenRolledBack(t, st, path, []string{rollBack12, rollBack11}, func(w *sql.DB) error {
+		_, err := w.Exec(`UPDATE memory_units SET injected_count = 4, last_injected_at = ? WHERE uid = ?`, at.UnixMilli(), units[0].ID)
+		return err
+	})
 	want := map[string]injectCount{units[0].ID: {4, at}}
 	checkCounts(t, s, "user:mig", units, want)
 	now := time.Now().Truncate(time.Millisecond)
@@ -384,36 +418,19 @@ func TestInjectionLogMigration(t *testing.T) {
 // that reuses its row id.
 func TestInjectionCountsMigration(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), store.DBFile)
-	st, err := store.OpenSQLite(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := Open(st, Options{})
+	path, st, s := openFileStore(t)
 	s.injectFoldAt = 1000
 	const scope = "user:mig12"
 	units := seedInjectable(t, s, scope, 3)
-	for _, q := range []string{`DROP TRIGGER memory_units_ad_injection_counts`, `DROP TABLE memory_injection_counts`, `DELETE FROM goose_db_version WHERE version_id = 12`} {
-		if _, err := st.Writer().Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
 	folded := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	if _, err := st.Writer().Exec(`UPDATE memory_units SET injected_count = 4, last_injected_at = ? WHERE uid IN (?, ?)`, folded.UnixMilli(), units[0].ID, units[2].ID); err != nil {
-		t.Fatal(err)
-	}
 	logged := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-	if _, err := st.Writer().Exec(`INSERT INTO memory_injections (unit, n, at) SELECT id, 2, ? FROM memory_units WHERE uid = ?`, logged.UnixMilli(), units[1].ID); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	st, err = store.OpenSQLite(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s = Open(st, Options{})
-	s.injectFoldAt = 1000
+	s = reopenRolledBack(t, st, path, []string{rollBack12}, func(w *sql.DB) error {
+		if _, err := w.Exec(`UPDATE memory_units SET injected_count = 4, last_injected_at = ? WHERE uid IN (?, ?)`, folded.UnixMilli(), units[0].ID, units[2].ID); err != nil {
+			return err
+		}
+		_, err := w.Exec(`INSERT INTO memory_injections (unit, n, at) SELECT id, 2, ? FROM memory_units WHERE uid = ?`, logged.UnixMilli(), units[1].ID)
+		return err
+	})
 	want := map[string]injectCount{units[0].ID: {4, folded}, units[1].ID: {2, logged}, units[2].ID: {4, folded}}
 	checkCounts(t, s, scope, units, want)
 	now := time.Now().Truncate(time.Millisecond)
@@ -453,17 +470,7 @@ func TestInjectionCountsMigration(t *testing.T) {
 	if orphans != 0 {
 		t.Fatalf("%d counts of forgotten units kept", orphans)
 	}
-	fresh, _, err := s.Add(ctx, NewUnit{Content: "The staging cluster lives in Frankfurt.", Scope: scope})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Get(ctx, fresh.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.rowid != units[2].rowid {
-		t.Fatalf("the new unit has row id %d, the forgotten one had %d: the test does not test reuse", got.rowid, units[2].rowid)
-	}
+	got := addInRowOf(t, s, scope, units[2])
 	if got.InjectedCount != 0 || got.LastInjectedAt != nil {
 		t.Fatalf("the new unit inherited injections: %d at %v", got.InjectedCount, got.LastInjectedAt)
 	}
