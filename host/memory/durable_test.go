@@ -33,6 +33,10 @@ func TestMayBeDurable(t *testing.T) {
 		{openAIBody("What is the weather like?"), false},
 		{openAIBody("I prefer tabs for indentation."), false},
 		{openAIBody("我喜欢用空格缩进"), false},
+		// A durable word after a line break: raw JSON has "\nremember".
+		{openAIBody("ok\nremember that the port is 9090."), true},
+		{openAIBody("x\r\nFrom now on, tabs."), true},
+		{openAIBody("first line\n\tnever push to main"), true},
 		// Only the messages UserText reads are scanned: a durable word in
 		// the system prompt or an earlier exchange says nothing of this turn.
 		{`{"messages":[{"role":"system","content":"Always answer briefly; remember the rules."},{"role":"user","content":"What time is it?"}]}`, false},
@@ -51,7 +55,7 @@ func TestMayBeDurable(t *testing.T) {
 // FuzzMayBeDurable: the prefilter never says "no" for a body whose user
 // text is durable.
 func FuzzMayBeDurable(f *testing.F) {
-	for _, s := range []string{"Remember that the port is 9090.", "please, always run tests", "以后请用中文回答。", "dont ever", "Going Forward we ship on Mondays", "plain question", "KEEP IN MIND: x"} {
+	for _, s := range []string{"Remember that the port is 9090.", "ok\nremember that x", "a\n\tNever b", "please, always run tests", "以后请用中文回答。", "dont ever", "Going Forward we ship on Mondays", "plain question", "KEEP IN MIND: x"} {
 		f.Add(s, false)
 		f.Add(s, true)
 	}

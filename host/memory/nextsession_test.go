@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -358,6 +359,30 @@ func TestDurableStatementIsIngestedAtOnce(t *testing.T) {
 		{"role": "user", "content": "Never run rm -rf without asking."}, {"role": "assistant", "content": "FAKE-REPLY-OK"}}})
 	if !strings.Contains(memoryBlock(sys), "rm -rf") {
 		t.Fatalf("block:\n%s", sys)
+	}
+}
+
+// TestDurableStatementAfterALineBreakIsIngestedAtOnce: the same for
+// statements a line break precedes, as OpenClaw's envelopes and any
+// multi-line message have them (in the raw body "\n\nFrom now on": the
+// per-turn prefilter read "nFrom" and let them wait for their batch).
+func TestDurableStatementAfterALineBreakIsIngestedAtOnce(t *testing.T) {
+	h := startHost(t, nextSessionCfg(t, nil), AssembleOptions{}, "")
+	ctx := context.Background()
+	for i, tc := range []struct{ message, want string }{
+		{"[Mon 2026-01-05 16:26 PST] Conversation info (untrusted metadata):\n```json\n{\"chat\":\"g1\"}\n```\n\nFrom now on, deploy only from the release branch.", "release branch"},
+		{"Thanks, that fixed it.\nRemember that the staging database is on port 6543.", "6543"},
+	} {
+		h.chat(tc.message, chatOpts{session: fmt.Sprint("lines-", i), user: "u"})
+		waitFor(t, "the statement to be ingested", func() bool {
+			us, _ := h.mem.Store.List(ctx, Filter{Limit: -1})
+			for _, u := range us {
+				if strings.Contains(u.Content, tc.want) {
+					return true
+				}
+			}
+			return false
+		})
 	}
 }
 
