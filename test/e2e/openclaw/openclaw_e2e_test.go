@@ -233,6 +233,21 @@ func TestOpenClawWithThePlugin(t *testing.T) {
 	}
 	t.Logf("tool result the model saw: %s", tail(called, 800))
 
+	// A rule on a line of its own, as users write them ("Thanks.\nFrom now
+	// on …", behind OpenClaw's envelope), is ingested at once: the session
+	// has one turn, so neither its batch nor its end would ingest it.
+	w.turn("main", "e2e-rule", "Thanks, that works.\nFrom now on, write every shell script for POSIX sh.")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, _ := w.mc(time.Minute, "memory", "list")
+		if strings.Contains(out, "POSIX sh") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("a rule on the message's second line was not ingested within 30 s:\n%s", out)
+			break
+		}
+	}
+
 	// `metaclaw stop` does not fail a turn; the plugin starts the host again.
 	w.mustMC("stop")
 	if reply, _, _ := w.turn("main", "e2e-s2", "Thanks, that is all."); reply != "FAKE-REPLY-OK" {
