@@ -18,28 +18,28 @@ import (
 // writes per job), the log's new rows on one or two.
 //
 // The log is folded into memory_injection_counts (a narrow row per unit;
-// migration 00012) by the ingest transaction that takes it to
-// injectFoldAt rows, in one upsert followed by the DELETE of every row:
-// the same transaction, so a row is folded exactly once, and a crash
-// anywhere leaves either both or neither. The whole log at once: folded
-// into memory_units' own wide rows, one page per unit, a log whose
-// injections came from all over a large library was hundreds of pages
-// and ~12 ms in one transaction, so folds took at most 64 units at a time
-// (each paying a GROUP BY of the whole log to find where to stop); into
-// the narrow rows, 512 rows over 512 units are 8 pages and ~2 ms
-// (BenchmarkFoldInjections), less than the bounded folds that drained
-// them took together. A unit's count is its
-// memory_units.injected_count (folded there before migration 00012, or set
-// by an import; nothing writes it after the unit's insert: reinforcing,
-// editing and superseding keep its row id and leave it alone) plus its
-// memory_injection_counts row plus its log rows, so no rewrite loses or
-// recounts logged injections. A deleted unit takes its rows in both tables
-// with it (triggers on memory_units: its row id may be reused by the next
-// unit).
+// migration 00012) by the ingest transaction that takes it to injectFoldAt
+// rows, in one upsert followed by the DELETE of every row: the same
+// transaction, so a row is folded exactly once, and a crash anywhere
+// leaves either both or neither. The whole log at once: folded into
+// memory_units' own wide rows, one page per unit, a log whose injections
+// came from all over a large library was hundreds of pages and ~12 ms in
+// one transaction, so folds took at most 64 units at a time (each paying a
+// GROUP BY of the whole log to find where to stop); into the narrow rows,
+// 512 rows over 512 units are 8 pages and ~2 ms (BenchmarkFoldInjections),
+// less than the bounded folds that drained them took together.
 //
-// Reads of the counts (Get, List and so Export, Search) add the folded
-// rows and the rows not folded yet (withInjections). Ranking does not read them, so the
-// in-memory index keeps the folded counts it was built with.
+// A unit's count is its memory_units.injected_count (folded there before
+// migration 00012, or set by an import; nothing writes it after the unit's
+// insert: reinforcing, editing and superseding keep its row id and leave
+// it alone) plus its memory_injection_counts row plus its log rows, so no
+// rewrite loses or recounts logged injections. A deleted unit takes its
+// rows in both tables with it (triggers on memory_units: its row id may be
+// reused by the next unit).
+//
+// Reads of the counts (Get, List and so Export, Search) add the three
+// (withInjections). Ranking does not read them, so the in-memory index
+// keeps the counts it was built with.
 
 // injectFoldAt is how many rows the log holds before it is folded (see
 // docs/performance.md, "Pages written per ingest job", for how it was
