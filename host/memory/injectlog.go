@@ -137,23 +137,14 @@ JOIN memory_units u ON u.uid = c.uid`
 	return out
 }()
 
-// foldSQL and foldUpsert enclose the log rows a fold takes (a WHERE
-// clause, which an upsert's SELECT needs to parse): their sums per unit are
-// added to the units' rows in memory_injection_counts, narrow rows on a
-// few pages of their own (migration 00012), not to memory_units' wide
-// ones, one page each.
-const (
-	foldSQL = `INSERT INTO memory_injection_counts (unit, n, at)
-SELECT unit, SUM(n), MAX(at) FROM memory_injections`
-	foldUpsert = ` GROUP BY unit
-ON CONFLICT (unit) DO UPDATE SET n = n + excluded.n, at = MAX(at, excluded.at)`
-)
-
-// foldInjections adds the log to the units' counts and empties it, in tx.
-// Units are not touched for the in-memory index: ranking does not read
-// their counts.
+// foldInjections adds the log's sums per unit to the units' narrow rows
+// in memory_injection_counts and empties it, in tx. Units are not touched
+// for the in-memory index: ranking does not read their counts. (WHERE
+// true: an upsert's SELECT needs a WHERE clause to parse.)
 func foldInjections(ctx context.Context, tx *sqlconn.Tx) error {
-	if _, err := tx.ExecContext(ctx, foldSQL+` WHERE true`+foldUpsert); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_injection_counts (unit, n, at)
+SELECT unit, SUM(n), MAX(at) FROM memory_injections WHERE true GROUP BY unit
+ON CONFLICT (unit) DO UPDATE SET n = n + excluded.n, at = MAX(at, excluded.at)`); err != nil {
 		return fmt.Errorf("memory: fold injections: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_injections`); err != nil {
