@@ -221,7 +221,6 @@ func slowReport(out io.Writer, path, schedPath string, pct float64) error {
 
 // fillSlow accounts each window's critical path (second pass).
 func fillSlow(path string, ws []*slowWindow, sched *schedTrace, monoOff int64) error {
-	touching := func(a, b xtrace.Time) []*slowWindow { return overlapping(ws, a, b) }
 	type gstate struct {
 		goroutine
 		thread xtrace.ThreadID
@@ -249,7 +248,7 @@ func fillSlow(path string, ws []*slowWindow, sched *schedTrace, monoOff int64) e
 		}
 		g := get(st.Resource.Goroutine())
 		g.see(st.Stack)
-		if g.state != "" && len(touching(g.since, e.Time())) > 0 {
+		if g.state != "" && len(overlapping(ws, g.since, e.Time())) > 0 {
 			g.ivs = append(g.ivs, slowInterval{interval{g.since, e.Time(), g.state, g.stack}, g.thread})
 		}
 		from, to := st.Goroutine()
@@ -294,13 +293,13 @@ func fillSlow(path string, ws []*slowWindow, sched *schedTrace, monoOff int64) e
 		for _, iv := range g.ivs {
 			if iv.state == "running" || iv.state == "syscall" {
 				onThread[iv.thread] = append(onThread[iv.thread], threadSpan{iv.a, iv.b, class, isPath})
-				for _, w := range touching(iv.a, iv.b) {
+				for _, w := range overlapping(ws, iv.a, iv.b) {
 					ran[w] = true
 				}
 			}
 		}
 		for _, iv := range g.ivs {
-			for _, w := range touching(iv.a, iv.b) {
+			for _, w := range overlapping(ws, iv.a, iv.b) {
 				if isPath && ran[w] {
 					paths[w] = append(paths[w], piv{iv, class})
 				} else if !isPath && iv.state == "running" {

@@ -240,7 +240,6 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 		}
 		return nil
 	}
-	touching := func(a, b xtrace.Time) []*window { return overlapping(ws, a, b) }
 	gs := map[xtrace.GoID]*goroutine{}
 	get := func(id xtrace.GoID) *goroutine {
 		g := gs[id]
@@ -265,7 +264,7 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 			g := get(st.Resource.Goroutine())
 			g.see(st.Stack)
 			if g.state != "" {
-				if len(touching(g.since, e.Time())) > 0 {
+				if len(overlapping(ws, g.since, e.Time())) > 0 {
 					g.intervals = append(g.intervals, interval{g.since, e.Time(), g.state, g.stack})
 				}
 			}
@@ -307,7 +306,7 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 			}
 		case xtrace.EventRangeEnd:
 			if e.Range().Name == "GC concurrent mark phase" && markStart != 0 {
-				for _, w := range touching(markStart, e.Time()) {
+				for _, w := range overlapping(ws, markStart, e.Time()) {
 					w.gcMark += w.overlap(markStart, e.Time())
 				}
 				markStart = 0
@@ -325,7 +324,7 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 		}
 		if class == "recorder" || slices.Contains(requestPath, class) {
 			for _, iv := range g.intervals {
-				if iv.b.Sub(iv.a) >= time.Millisecond && contended(iv) && len(touching(iv.a, iv.b)) > 0 {
+				if iv.b.Sub(iv.a) >= time.Millisecond && contended(iv) && len(overlapping(ws, iv.a, iv.b)) > 0 {
 					waits = append(waits, longWait{class, iv})
 				}
 			}
@@ -335,13 +334,13 @@ func fillWindows(path string, ws []*window) ([]longWait, error) {
 		ran := map[*window]bool{}
 		for _, iv := range g.intervals {
 			if iv.state == "running" {
-				for _, w := range touching(iv.a, iv.b) {
+				for _, w := range overlapping(ws, iv.a, iv.b) {
 					ran[w] = true
 				}
 			}
 		}
 		for _, iv := range g.intervals {
-			for _, w := range touching(iv.a, iv.b) {
+			for _, w := range overlapping(ws, iv.a, iv.b) {
 				if !ran[w] {
 					continue
 				}
