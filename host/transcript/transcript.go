@@ -39,13 +39,13 @@ type message struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// TrailingUserJSON returns the raw JSON contents (aliasing requestJSON)
-// of the user messages UserText reads, appended to dst, and true, when the body passes
-// jsonscan.FastValid and UserText's scan reads it; with true and no
-// contents, UserText finds no user text. False (the body takes UserText's
-// slower paths) leaves the caller to look at the whole body. Learning's
-// per-turn prefilter uses it to skip what UserText never reads: the
-// system prompt and the history.
+// TrailingUserJSON appends to dst the raw JSON contents (aliasing
+// requestJSON) of the user messages UserText reads and returns true, when
+// the body passes jsonscan.FastValid and UserText's scan reads it; true
+// with no contents means UserText finds no user text. False (the body
+// takes UserText's slower paths) leaves the caller to look at the whole
+// body. Learning's per-turn prefilter uses it to skip what UserText never
+// reads: the system prompt and the history.
 func TrailingUserJSON(requestJSON string, dst [][]byte) ([][]byte, bool) {
 	b := unsafe.Slice(unsafe.StringData(requestJSON), len(requestJSON)) // read only
 	if !jsonscan.FastValid(b) {
