@@ -100,7 +100,7 @@ func benchIngestJob(b *testing.B, facts int, key string) {
 		}
 		walBefore := walFrames(b, st)
 		g0 := goroutinesCreated()
-		p0 := pagesLookedUp()
+		p0 := pagesLookedUp(b, st)
 		cpu0, _ := threadCPU()
 		b.StartTimer()
 		if err := in.HandleIngest(ctx, payload); err != nil {
@@ -108,7 +108,7 @@ func benchIngestJob(b *testing.B, facts int, key string) {
 		}
 		b.StopTimer()
 		cpu1, _ := threadCPU()
-		looked += pagesLookedUp() - p0
+		looked += pagesLookedUp(b, st) - p0
 		cpu += cpu1 - cpu0
 		spawned += goroutinesCreated() - g0
 		frames += walFrames(b, st) - walBefore

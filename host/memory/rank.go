@@ -197,9 +197,11 @@ func (w *unitWeights) ageDays(now time.Time) float64 {
 // importance is the unit's importance at age days since it was last
 // stated, computed at read time from timestamps (so decay is idempotent):
 // importance, reinforced by repetition, halved every half-life; stated
-// preferences and facts keep at least half their weight.
+// preferences and facts keep at least half their weight. 2^-x is
+// 0.5^x; math.Pow took two thirds of ranking's time on the request path
+// (about 80 ns a candidate against Exp2's 8).
 func (w *unitWeights) importance(age float64) float64 {
-	return w.impR * max(math.Pow(0.5, age/w.hl), w.floor)
+	return w.impR * max(math.Exp2(-age/w.hl), w.floor)
 }
 
 // sortedJaccard is |a∩b| / |a∪b| of two sorted sets.

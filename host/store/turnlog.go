@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"modernc.org/sqlite"
 )
@@ -225,13 +227,22 @@ func turnViewFunc(_ *sqlite.FunctionContext, args []driver.Value) (_ driver.Valu
 	}
 	v.last, v.limit = id, v.limit-1
 	t := &v.t
+	body := viewText(args[7])
+	var poison []byte
+	if poisonTurnViews.Load() {
+		poison = []byte(body)
+		body = unsafe.String(unsafe.SliceData(poison), len(poison))
+	}
 	*t = Turn{
 		ID: id, SessionID: ownText(args[2]), Agent: ownText(args[3]), TurnIndex: int(argInt(args[4])), TurnType: ownText(args[5]),
-		Status: int(argInt(args[6])), RequestJSON: viewText(args[7]), ResponseText: ownText(args[8]), ToolCallsJSON: ownText(args[9]),
+		Status: int(argInt(args[6])), RequestJSON: body, ResponseText: ownText(args[8]), ToolCallsJSON: ownText(args[9]),
 		InjectedJSON: ownText(args[10]), MemoryScope: ownText(args[11]), CreatedAt: time.UnixMilli(argInt(args[12])),
 	}
 	defer func() {
 		t.RequestJSON = "" // the view ends with the call
+		for i := range poison {
+			poison[i] = '#'
+		}
 		if p := recover(); p != nil {
 			v.err = fmt.Errorf("turn view: panic: %v", p)
 			err = errTurnView
@@ -243,6 +254,16 @@ func turnViewFunc(_ *sqlite.FunctionContext, args []driver.Value) (_ driver.Valu
 	}
 	return nil, nil
 }
+
+// poisonTurnViews is PoisonTurnViews' switch.
+var poisonTurnViews atomic.Bool
+
+// PoisonTurnViews is for the tests of SessionTurnsEach's callers: while on,
+// fn gets each request body as a copy that is overwritten with '#' once fn
+// returns, so a caller that keeps the view (or a substring of it) past fn
+// sees its text change, as it would when SQLite reuses the memory, only
+// always. Off by default: the copy is what SessionTurnsEach avoids.
+func PoisonTurnViews(on bool) { poisonTurnViews.Store(on) }
 
 // viewText is a TEXT (or BLOB) argument as it is: a view.
 func viewText(a driver.Value) string {

@@ -211,6 +211,33 @@ func TestSessionTurnsEachMatchesAfter(t *testing.T) {
 	wg.Wait()
 }
 
+// TestPoisonTurnViews: with PoisonTurnViews on, what fn kept of a request
+// body changes once fn returns (so a caller's tests catch a kept view), and
+// a copy made inside fn does not; with it off, the body is SQLite's memory.
+func TestPoisonTurnViews(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	body := `{"messages":[{"role":"user","content":"keep me"}]}`
+	if err := s.RecordTurns(ctx, []*Turn{{SessionID: "p", Agent: "a", TurnType: "main", ClientAPI: "openai", UpstreamAPI: "openai", RequestJSON: body, Status: 200}}); err != nil {
+		t.Fatal(err)
+	}
+	PoisonTurnViews(true)
+	defer PoisonTurnViews(false)
+	var kept, copied string
+	if err := s.SessionTurnsEach(ctx, "p", 0, 10, func(tr *Turn) error {
+		if tr.RequestJSON != body {
+			return fmt.Errorf("fn got %q", tr.RequestJSON)
+		}
+		kept, copied = tr.RequestJSON[len(`{"messages":[{"role":"user","content":"`):][:7], strings.Clone(tr.RequestJSON)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if kept != "#######" || copied != body {
+		t.Fatalf("after fn: the kept substring reads %q (want it poisoned), the copy %q", kept, copied)
+	}
+}
+
 // TestSessionTurnsEachPlan: the view's order and limit rest on SQLite
 // walking turns_session in order (no sorter, which would run the function
 // on every row before sorting them).
