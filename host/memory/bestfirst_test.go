@@ -24,12 +24,11 @@ func TestBestFirstIsTheSortedOrder(t *testing.T) {
 			}
 			// Row ids are unique in a store.
 			seen := map[int64]bool{}
-			for i, c := range cands {
+			for _, c := range cands {
 				for seen[c.d.w.rowid] {
 					c.d.w.rowid++
 				}
 				seen[c.d.w.rowid] = true
-				cands[i] = c
 			}
 			for _, byRule := range []bool{false, true} {
 				better, cmp := betterFact, func(a, b *scored) int { return order(a.score, b.score, a.d.w.rowid, b.d.w.rowid) }

@@ -196,11 +196,14 @@ func (in *Ingester) checkDurable(session, requestJSON string) {
 // and mayBeDurable looks for them as plain substrings.
 var durableMarkers = []string{"记住", "记得", "记一下", "记下", "以后", "今后", "从现在开始", "从今以后", "往后", "总是", "始终", "永远", "务必", "一定要", "必须", "千万", "绝对不要", "不要再", "别再"}
 
-// durableUnsure is text that can become a durable word only once decoded
-// or case-folded: JSON \u escapes, HTML character references (a client's
-// envelope is unescaped), and the two non-ASCII letters (?i) folds onto
-// ASCII ones (KELVIN SIGN, LONG S).
-var durableUnsure = []string{`\u`, "&", "\u212a", "\u017f"}
+// durableEscapes is text that can become a durable word only once
+// decoded: JSON \u escapes and HTML character references (a client's
+// envelope is unescaped).
+var durableEscapes = []string{`\u`, "&"}
+
+// durableFolds are the two non-ASCII letters (?i) folds onto ASCII ones
+// (KELVIN SIGN, LONG S): a word holding one can match once case-folded.
+var durableFolds = []string{"\u212a", "\u017f"}
 
 // mayBeDurable reports whether a request body can hold a durable
 // statement, without decoding it: false when, in the raw JSON of the user
@@ -230,11 +233,13 @@ func mayBeDurable(body string) bool {
 
 // mayHoldDurable is mayBeDurable's scan of raw JSON text.
 func mayHoldDurable(body string) bool {
-	if strings.Contains(body, `\u`) || strings.IndexByte(body, '&') >= 0 {
-		return true // see durableUnsure
+	for _, u := range durableEscapes {
+		if strings.Contains(body, u) {
+			return true
+		}
 	}
 	if !isASCII(body) {
-		for _, u := range durableUnsure[2:] {
+		for _, u := range durableFolds {
 			if strings.Contains(body, u) {
 				return true
 			}
