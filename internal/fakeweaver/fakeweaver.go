@@ -12,12 +12,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/metaclaw-go/metaclaw/internal/faketinker"
@@ -65,6 +67,9 @@ type sampler struct {
 	id, base string
 	m        *toy.Model
 	w        *toy.Weights
+	// calls numbers the sample requests: an unseeded request draws from
+	// its own stream, as the real service samples afresh each time.
+	calls atomic.Uint64
 }
 
 type checkpoint struct {
@@ -623,12 +628,19 @@ func (s *Server) sample(ssid string, body []byte) (any, int, *apiErr) {
 	n := max(req.NumSamples, 1)
 	return s.enqueue(nil, "samples", func() (any, *apiErr) {
 		seqs := make([]map[string]any, n)
+		call := sp.calls.Add(1)
 		for i := range seqs {
-			seed := uint64(len(prompt))
+			// Seeded: the same samples every time. Unseeded: a stream of
+			// this sampler's call (a seed from the prompt's length made
+			// every "Question number NN?" answer alike, and a policy whose
+			// few answers all missed the judged word never learned again).
+			seed, stream := uint64(0), call<<16|uint64(i)
 			if req.SamplingParams.Seed != nil {
-				seed = uint64(*req.SamplingParams.Seed)
+				seed, stream = uint64(*req.SamplingParams.Seed), uint64(i)
+			} else {
+				seed = fnv64(sp.id)
 			}
-			toks, lps, stop := sp.m.Sample(sp.w, prompt, p, rand.New(rand.NewPCG(seed, uint64(i))))
+			toks, lps, stop := sp.m.Sample(sp.w, prompt, p, rand.New(rand.NewPCG(seed, stream)))
 			seqs[i] = map[string]any{"tokens": toks, "logprobs": lps, "stop_reason": stop}
 		}
 		res := map[string]any{"sequences": seqs}
@@ -644,4 +656,11 @@ func (s *Server) sample(ssid string, body []byte) (any, int, *apiErr) {
 		}
 		return map[string]any{"result": res}, nil
 	})
+}
+
+// fnv64 is FNV-1a of s.
+func fnv64(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
 }

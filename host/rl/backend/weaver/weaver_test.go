@@ -3,6 +3,7 @@ package weaver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -104,6 +105,44 @@ func TestWeaverLearnsResumesAndHeartbeats(t *testing.T) {
 	}
 	if err := tr.Close(tctx(t)); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestWeaverSamplesAfreshUnlessSeeded: at temperature 1 an unseeded call
+// draws new samples each time, as the real service does (the fake once
+// seeded by the prompt's length, so every "Question number NN?" got one
+// answer and GRPO batches had nothing to tell apart); a seeded call repeats
+// its samples.
+func TestWeaverSamplesAfreshUnlessSeeded(t *testing.T) {
+	c, _ := setup(t)
+	tr, err := c.CreateModel(tctx(t), backend.ModelConfig{BaseModel: "toy", LoRA: backend.DefaultLoRA(8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tr.SaveForSampler(tctx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := func(prompt []int32, seed *int64) string {
+		t.Helper()
+		p := backend.DefaultSampling(8)
+		p.Seed = seed
+		r, err := s.Sample(tctx(t), backend.SampleRequest{Prompt: prompt, Params: p})
+		if err != nil || len(r.Sequences) != 1 {
+			t.Fatalf("sample: %v %+v", err, r)
+		}
+		return fmt.Sprint(r.Sequences[0].Tokens)
+	}
+	seen := map[string]bool{}
+	for range 8 {
+		seen[sample([]int32{9, 4}, nil)] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("8 unseeded samples of one prompt are all %v", seen)
+	}
+	seed := int64(42)
+	if a, b := sample([]int32{9, 4}, &seed), sample([]int32{9, 4}, &seed); a != b {
+		t.Errorf("seed 42 gave %s, then %s", a, b)
 	}
 }
 
