@@ -45,13 +45,19 @@ type childSpec struct {
 	// Procs, above 0, is the child's GOMAXPROCS (as if set in the daemon's
 	// environment); 0 leaves it to the daemon's rule.
 	Procs int `json:"procs"`
+	// CPUProfile and Trace, when set, are written by the child between the
+	// "profile" and "endprofile" commands (as -cpuprofile and -trace).
+	CPUProfile string `json:"cpu_profile"`
+	Trace      string `json:"trace"`
 }
 
 // The child's line protocol: it prints "listen ADDR" once it serves, then
 // answers each line on its stdin — "stats" with "stats CPU_NS ALLOC_BYTES"
 // (its own CPU time and bytes allocated so far), "procs" with "procs
 // GOMAXPROCS CPUS", "catchup" with "catchup NS BACKLOG" (learning's wait,
-// see learningCatchUp) — and exits when its stdin closes.
+// see learningCatchUp), "profile" and "endprofile" (its CPU profile and
+// trace, if its spec asks for them) with "profile 0 0" and "endprofile 0
+// 0" — and exits when its stdin closes.
 
 // bareProxy is the bare reverse proxy every run compares against.
 func bareProxy(upstream string) (http.Handler, error) {
@@ -98,11 +104,20 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("child kind %q: want bare or metaclaw", spec.Kind)
 	}
 	fmt.Fprintf(out, "listen %s\n", addr)
+	stopProfile := func() {}
+	defer func() { stopProfile() }()
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		switch sc.Text() {
 		case "stats":
 			fmt.Fprintf(out, "stats %d %d\n", processCPU(), allocated())
+		case "profile":
+			stopProfile = startProfile(spec.CPUProfile, "", "", spec.Trace)
+			fmt.Fprintln(out, "profile 0 0")
+		case "endprofile":
+			stopProfile()
+			stopProfile = func() {}
+			fmt.Fprintln(out, "endprofile 0 0")
 		case "procs":
 			fmt.Fprintf(out, "procs %d %d\n", runtime.GOMAXPROCS(0), runtime.NumCPU())
 		case "catchup":
@@ -256,7 +271,8 @@ func loadedProcesses(client *http.Client, upstream string, nMem, nSkills, n int)
 	}
 	defer bare.stop()
 	mc, err := startChild(childSpec{Kind: "metaclaw", Upstream: upstream, Memories: nMem, Skills: nSkills,
-		GCPercent: *gcPercent, BackgroundNice: backgroundNice, NoLearning: pauseLearning, Procs: metaclawProcs}, 5*time.Minute)
+		GCPercent: *gcPercent, BackgroundNice: backgroundNice, NoLearning: pauseLearning, Procs: metaclawProcs,
+		CPUProfile: cpuProfile, Trace: traceFile}, 5*time.Minute)
 	if err != nil {
 		fail(err)
 	}
@@ -296,9 +312,20 @@ func loadedProcesses(client *http.Client, upstream string, nMem, nSkills, n int)
 				fail(err)
 			}
 		}
+		profiled := t.proc == mc && (cpuProfile != "" || traceFile != "")
+		if profiled {
+			if _, err := mc.ask("profile", time.Minute); err != nil {
+				fail(err)
+			}
+		}
 		own0 := processCPU()
 		r, _ := runLoaded(client, u, bodies, 7, nil)
 		own := (processCPU() - own0) / time.Duration(n)
+		if profiled {
+			if _, err := mc.ask("endprofile", time.Minute); err != nil {
+				fail(err)
+			}
+		}
 		res[t.name] = r
 		procCPU, procAlloc := "–", "–"
 		if t.proc != nil {
