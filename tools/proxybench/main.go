@@ -70,7 +70,7 @@ func main() {
 	nSkills := flag.Int("skills", 1000, "skills of the loaded scenario")
 	nLoaded := flag.Int("nloaded", 3000, "sequential requests per target in the loaded scenario")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the loaded metaclaw run to this file (with -processes, the MetaClaw child's)")
-	flag.StringVar(&traceFile, "trace", "", "write a runtime/trace of the loaded metaclaw run to this file (each request a \"request\" region; read with go tool trace; with -processes, the MetaClaw child's, without the regions)")
+	flag.StringVar(&traceFile, "trace", "", "write a runtime/trace of the loaded metaclaw run to this file (each request a \"request\" region; read with go tool trace; with -processes, the MetaClaw child's, each request a region from its handler's start to its end)")
 	flag.StringVar(&blockProfile, "blockprofile", "", "write block and mutex profiles of the loaded metaclaw run to this file (and .mutex)")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocation profile after the loaded metaclaw run to this file and the one before it to this file.base (read with go tool pprof -sample_index=alloc_space -diff_base FILE.base)")
 	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")

@@ -91,6 +91,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	case "metaclaw":
 		// As the daemon at start.
 		backgroundNice, pauseLearning = spec.BackgroundNice, spec.NoLearning
+		requestRegions = spec.Trace != ""
 		daemon.SetProcs(spec.BackgroundNice, zerolog.Nop())
 		daemon.SetGC(spec.GCPercent, zerolog.Nop())
 		ln, c, st, done, err := loadedHost(spec.Upstream, spec.Memories, spec.Skills)

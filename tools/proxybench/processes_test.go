@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +37,9 @@ func systemPrompt(t *testing.T, r fakellm.Request) string {
 // test binary re-executed), sends loaded turns through each, and reads
 // their figures: the bare child relays the request as sent, the MetaClaw
 // child with its memory and skills block, each counts its own CPU and
-// allocation, the MetaClaw child runs at the GOMAXPROCS its spec sets, and
-// both exit when their stdin closes.
+// allocation, the MetaClaw child runs at the GOMAXPROCS its spec sets and
+// writes the CPU profile and trace it was asked for, and both exit when
+// their stdin closes.
 func TestChildrenServeAndReport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes and seeds a library")
@@ -48,8 +50,11 @@ func TestChildrenServeAndReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir := t.TempDir()
+	profile, traced := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "run.trace")
 	mc, err := startChild(childSpec{Kind: "metaclaw", Upstream: up.URL, Memories: 300, Skills: 20,
-		GCPercent: config.Default("").Runtime.GCPercent, BackgroundNice: core.DefaultBackgroundNice, Procs: 3}, 3*time.Minute)
+		GCPercent: config.Default("").Runtime.GCPercent, BackgroundNice: core.DefaultBackgroundNice, Procs: 3,
+		CPUProfile: profile, Trace: traced}, 3*time.Minute)
 	if err != nil {
 		bare.stop()
 		t.Fatal(err)
@@ -63,6 +68,11 @@ func TestChildrenServeAndReport(t *testing.T) {
 		proc   *child
 		inject bool
 	}{{"bare", bare, false}, {"metaclaw", mc, true}} {
+		if c.inject {
+			if _, err := c.proc.ask("profile", 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
 		cpu0, alloc0, err := c.proc.stats()
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -76,6 +86,21 @@ func TestChildrenServeAndReport(t *testing.T) {
 		}
 		if cpu1 < cpu0 || alloc1 <= alloc0 {
 			t.Errorf("%s: CPU %v → %v, allocated %d → %d over 5 requests", c.name, cpu0, cpu1, alloc0, alloc1)
+		}
+		if c.inject {
+			if _, err := c.proc.ask("endprofile", 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{profile, traced} {
+				if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+					t.Errorf("%s after endprofile: %v %v", f, fi, err)
+				}
+			}
+			// Each request is a region from the handler's side.
+			var report strings.Builder
+			if err := traceReport(&report, traced, 3); err != nil || !strings.Contains(report.String(), "trace report: 5 requests") {
+				t.Errorf("trace report of the child's trace: %v\n%.300s", err, report.String())
+			}
 		}
 		got := systemPrompt(t, up.Last())
 		if injected := got != sentSystem; injected != c.inject || !strings.HasPrefix(got, sentSystem) {
