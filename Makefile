@@ -50,6 +50,7 @@ fuzz: ## a short run (FUZZTIME, default 20s) of every fuzz target in the module
 
 bench: ## proxy overhead vs a bare httputil.ReverseProxy, plus micro-benchmarks
 	$(GO) run ./tools/proxybench
+	$(GO) run ./tools/proxybench -processes
 	$(GO) test -run '^$$' -bench . -benchmem ./host/proxy/ ./host/apiformat/ ./host/tokens/ ./host/skills/
 	$(GO) test -run '^$$' -bench 'Retrieve|Ingest' -benchtime 2000x ./host/memory/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 10x ./host/rl/batch/ ./host/rl/backend/tinker/

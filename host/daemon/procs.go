@@ -13,8 +13,9 @@ import (
 // knows the job's thread is niced, decides who gets the core. Two, not a
 // multiple of the CPUs: they stand for the niced job threads that may run
 // at once (ingestion and skill evolution), whatever the machine's size;
-// on 2 cores +2 gave the lowest p99, +1 about twice its p99
-// (docs/performance.md).
+// on 2 cores +2 gave the lowest p99, +1 about twice its p99, and with the
+// host in its own process (proxybench -processes) Go's default alone raised
+// p99 by ~0.3 ms (docs/performance.md).
 const extraProcs = 2
 
 // procsFor is the GOMAXPROCS the host sets, or 0 to leave Go's: an explicit

@@ -89,7 +89,11 @@ func loadedHost(upstream string, nMem, nSkills int) (net.Listener, *core.Core, *
 	if err != nil {
 		return fail(err)
 	}
-	ln := serve(px.Handler())
+	h := px.Handler()
+	if requestRegions {
+		h = regionEach(h)
+	}
+	ln := serve(h)
 	cleanup = append(cleanup, func() { ln.Close() })
 	return ln, c, st, done, nil
 }
@@ -303,4 +307,15 @@ func runLoaded(client *http.Client, url string, bodies []string, seed int64, gc 
 		g = gcFigures(gc.obs, lat, cpu0, readGCCPU())
 	}
 	return summarize(lat, elapsed), g
+}
+
+// requestRegions makes loadedHost wrap each request in a "request" trace
+// region on the server's side: -processes' MetaClaw child, whose client is
+// in another process, traces its requests so.
+var requestRegions bool
+
+func regionEach(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		trace.WithRegion(r.Context(), "request", func() { h.ServeHTTP(w, r) })
+	})
 }

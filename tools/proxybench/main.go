@@ -3,8 +3,9 @@
 // fast local fake upstream: latency p50/p99 and throughput at concurrency 1
 // and 32, and streaming time to first byte, with an empty library; then the
 // same three targets with a learned state loaded (10,000 memories and 1,000
-// skills by default) on sequential agent-shaped requests. `make bench` runs
-// it.
+// skills by default) on sequential agent-shaped requests. With -processes
+// it runs the loaded scenario alone, with the bare proxy and the loaded host
+// each in a child process (processes.go). `make bench` runs it both ways.
 package main
 
 import (
@@ -15,8 +16,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -60,6 +59,9 @@ type result struct {
 }
 
 func main() {
+	if childMain() {
+		return
+	}
 	n1 := flag.Int("n1", 3000, "requests at concurrency 1")
 	n32 := flag.Int("n32", 6000, "requests at concurrency 32")
 	nStream := flag.Int("nstream", 1000, "streaming requests for time to first byte")
@@ -67,14 +69,16 @@ func main() {
 	nMem := flag.Int("memories", 10000, "memories of the loaded scenario (0 skips it)")
 	nSkills := flag.Int("skills", 1000, "skills of the loaded scenario")
 	nLoaded := flag.Int("nloaded", 3000, "sequential requests per target in the loaded scenario")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the loaded metaclaw run to this file")
-	flag.StringVar(&traceFile, "trace", "", "write a runtime/trace of the loaded metaclaw run to this file (each request a \"request\" region; read with go tool trace)")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the loaded metaclaw run to this file (with -processes, the MetaClaw child's)")
+	flag.StringVar(&traceFile, "trace", "", "write a runtime/trace of the loaded metaclaw run to this file (each request a \"request\" region; read with go tool trace; with -processes, the MetaClaw child's, each request a region from its handler's start to its end)")
 	flag.StringVar(&blockProfile, "blockprofile", "", "write block and mutex profiles of the loaded metaclaw run to this file (and .mutex)")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocation profile after the loaded metaclaw run to this file and the one before it to this file.base (read with go tool pprof -sample_index=alloc_space -diff_base FILE.base)")
 	flag.BoolVar(&pauseLearning, "loaded-no-learning", false, "loaded scenario with memory.manual_trigger (no ingestion during the run), to see what learning costs")
 	flag.IntVar(&backgroundNice, "background-nice", core.DefaultBackgroundNice, "runtime.background_nice of the loaded metaclaw run (0: background work at the process's priority); as in the daemon, above 0 it also sets GOMAXPROCS to Go's default + 2 for the loaded scenario unless GOMAXPROCS is in the environment")
 	flag.StringVar(&catchUpProfile, "catchup-cpuprofile", "", "write a CPU profile of learning catching up after the loaded metaclaw run's last answer to this file")
 	skipEmpty := flag.Bool("loaded-only", false, "run only the loaded scenario")
+	flag.IntVar(&metaclawProcs, "metaclaw-gomaxprocs", 0, "with -processes: GOMAXPROCS of the MetaClaw child alone (0: the daemon's rule, Go's default + 2 when background work is niced)")
+	processes := flag.Bool("processes", false, "run only the loaded scenario, with the bare proxy and the loaded MetaClaw host each in a child process of its own (as a user runs the daemon; the MetaClaw child sets its Ps and GC as the daemon does) and the client and the upstream in this one; CPU and allocation per request are each proxy process's own")
 	report := flag.String("tracereport", "", "instead of measuring, read a -trace file and print what its slowest requests waited on (their steps, runnable and blocked time, what else ran meanwhile)")
 	reportN := flag.Int("tracereport-n", 30, "requests the -tracereport details (the slowest, and as many around the median)")
 	slow := flag.String("slowreport", "", "instead of measuring, read a -trace file and split the time of its slow requests that no GC touched by their critical path's state (see -slowreport-sched)")
@@ -97,15 +101,16 @@ func main() {
 	up := fakellm.New()
 	up.Record = false
 	defer up.Close()
-	upURL, _ := url.Parse(up.URL)
 
-	rp := httputil.NewSingleHostReverseProxy(upURL)
-	// Same connection pooling as the metaclaw proxy's transport, for a fair comparison.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	rp.Transport = tr
-	rp.FlushInterval = -1 // flush every write, as metaclaw does for streams
-	bare := serve(fullDuplex(rp))
+	if *processes {
+		loadedProcesses(&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}, up.URL, *nMem, *nSkills, *nLoaded)
+		return
+	}
+	rp, err := bareProxy(up.URL)
+	if err != nil {
+		fail(err)
+	}
+	bare := serve(rp)
 	defer bare.Close()
 
 	// Two MetaClaw proxies, each with its own store: answers waiting for
@@ -424,6 +429,7 @@ var (
 	cpuProfile, blockProfile, memProfile, traceFile string
 	pauseLearning                                   bool
 	backgroundNice                                  int
+	metaclawProcs                                   int
 	catchUpProfile                                  string
 )
 
