@@ -628,19 +628,16 @@ func (s *Server) sample(ssid string, body []byte) (any, int, *apiErr) {
 	n := max(req.NumSamples, 1)
 	return s.enqueue(nil, "samples", func() (any, *apiErr) {
 		seqs := make([]map[string]any, n)
-		call := sp.calls.Add(1)
+		// Seeded: the same samples every time. Unseeded: a stream of this
+		// sampler's call (a seed from the prompt's length made every
+		// "Question number NN?" answer alike, and a policy whose few
+		// answers all missed the judged word never learned again).
+		seed, stream := fnv64(sp.id), sp.calls.Add(1)<<16
+		if req.SamplingParams.Seed != nil {
+			seed, stream = uint64(*req.SamplingParams.Seed), 0
+		}
 		for i := range seqs {
-			// Seeded: the same samples every time. Unseeded: a stream of
-			// this sampler's call (a seed from the prompt's length made
-			// every "Question number NN?" answer alike, and a policy whose
-			// few answers all missed the judged word never learned again).
-			seed, stream := uint64(0), call<<16|uint64(i)
-			if req.SamplingParams.Seed != nil {
-				seed, stream = uint64(*req.SamplingParams.Seed), uint64(i)
-			} else {
-				seed = fnv64(sp.id)
-			}
-			toks, lps, stop := sp.m.Sample(sp.w, prompt, p, rand.New(rand.NewPCG(seed, stream)))
+			toks, lps, stop := sp.m.Sample(sp.w, prompt, p, rand.New(rand.NewPCG(seed, stream|uint64(i))))
 			seqs[i] = map[string]any{"tokens": toks, "logprobs": lps, "stop_reason": stop}
 		}
 		res := map[string]any{"sequences": seqs}
