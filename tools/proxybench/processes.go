@@ -150,10 +150,12 @@ func childMain() bool {
 
 // child is a started child process.
 type child struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	addr string
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	// lines are the child's stdout lines, read by one goroutine until EOF
+	// (closed then), so a read that timed out leaves no second reader.
+	lines chan string
+	addr  string
 }
 
 // startChild starts this executable as the child spec says and waits (at
@@ -185,7 +187,14 @@ func startChild(spec childSpec, startTimeout time.Duration) (*child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the %s child: %w", spec.Kind, err)
 	}
-	c := &child{cmd: cmd, in: in, out: bufio.NewReader(outPipe)}
+	c := &child{cmd: cmd, in: in, lines: make(chan string, 1)}
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(outPipe)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+	}()
 	line, err := c.readLine(startTimeout)
 	if err != nil || !strings.HasPrefix(line, "listen ") {
 		c.kill()
@@ -197,18 +206,12 @@ func startChild(spec childSpec, startTimeout time.Duration) (*child, error) {
 
 // readLine reads the child's next line, giving up after timeout.
 func (c *child) readLine(timeout time.Duration) (string, error) {
-	type res struct {
-		line string
-		err  error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		l, err := c.out.ReadString('\n')
-		ch <- res{strings.TrimSuffix(l, "\n"), err}
-	}()
 	select {
-	case r := <-ch:
-		return r.line, r.err
+	case l, ok := <-c.lines:
+		if !ok {
+			return "", io.EOF
+		}
+		return l, nil
 	case <-time.After(timeout):
 		return "", fmt.Errorf("no answer in %v", timeout)
 	}
